@@ -1,0 +1,42 @@
+"""The wire contract as code: event names, error codes, models and the codec."""
+
+from . import events
+from .codec import converter, from_wire, to_wire
+from .errors import (
+    AuthError,
+    BadRequestError,
+    ErrorCode,
+    FinderError,
+    ForbiddenError,
+    InternalError,
+    InvalidURIError,
+    NotFoundError,
+    OfficeError,
+    SMCPError,
+    SMCPTimeoutError,
+    ToolError,
+    ToolTimeoutError,
+)
+from .models import *  # noqa: F403
+from .models import __all__ as _models_all
+
+__all__ = [
+    "events",
+    "converter",
+    "from_wire",
+    "to_wire",
+    "AuthError",
+    "BadRequestError",
+    "ErrorCode",
+    "FinderError",
+    "ForbiddenError",
+    "InternalError",
+    "InvalidURIError",
+    "NotFoundError",
+    "OfficeError",
+    "SMCPError",
+    "SMCPTimeoutError",
+    "ToolError",
+    "ToolTimeoutError",
+    *_models_all,
+]

@@ -1,0 +1,207 @@
+"""The one cattrs converter between wire dicts and the attrs models.
+
+Rules (DESIGN §7, cattrs): primitives are strict (no ``1 -> "1"``); optional fields whose
+default is ``None`` are absent on output unless marked `keep_none`; unknown input keys
+are ignored; renamed keys (`isError`, `_meta`...) and input aliases come from field
+metadata; unions are tagged by `type` (or by key presence for resource contents).
+Anything that does not fit raises `BadRequestError` (400) naming each offending field
+by its wire path.
+"""
+
+from __future__ import annotations
+
+import datetime
+import typing
+from collections.abc import Mapping
+from typing import Any, Callable, TypeVar
+
+import attrs
+import cattrs
+import pydantic
+from cattrs.errors import BaseValidationError, ClassValidationError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.v import format_exception
+
+from .errors import BadRequestError
+from .models.config import IsoDuration, MCPServerConfig, MCPServerInput
+from .models.content import BlobResourceContents, ContentBlock, ResourceContents, TextResourceContents
+from .models.resources import CompletionReference
+
+T = TypeVar("T")
+
+converter = cattrs.Converter(detailed_validation=True)
+
+
+class WireValueError(ValueError):
+    """Raised by our hooks; its message is shown as is in the 400 answer."""
+
+
+# -- strict primitives -------------------------------------------------------------
+
+
+def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[Any, Any], Any]:
+    def hook(value: Any, _: Any) -> Any:
+        if isinstance(value, accept) and not isinstance(value, bool) or (expected is bool and isinstance(value, bool)):
+            return expected(value) if expected is float else value
+        raise WireValueError(f"expected {expected.__name__}, got {type(value).__name__}")
+
+    return hook
+
+
+converter.register_structure_hook(str, _strict(str, (str,)))
+converter.register_structure_hook(int, _strict(int, (int,)))
+converter.register_structure_hook(float, _strict(float, (int, float)))
+converter.register_structure_hook(bool, _strict(bool, (bool,)))
+
+_TIMEDELTA = pydantic.TypeAdapter(datetime.timedelta)
+
+
+def _structure_duration(value: Any, _: Any) -> float:
+    """Seconds from a number or an ISO 8601 duration (what pydantic writes for timedelta)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise WireValueError(f"expected seconds or an ISO 8601 duration, got {type(value).__name__}")
+    try:
+        return IsoDuration(_TIMEDELTA.validate_python(value).total_seconds())
+    except pydantic.ValidationError:
+        raise WireValueError(f"invalid duration {value!r}; use seconds or ISO 8601 like 'PT30S'") from None
+
+
+def _unstructure_duration(seconds: float) -> str:
+    return _TIMEDELTA.dump_python(datetime.timedelta(seconds=seconds), mode="json")
+
+
+converter.register_structure_hook(IsoDuration, _structure_duration)
+converter.register_unstructure_hook(IsoDuration, _unstructure_duration)
+
+
+# -- unions --------------------------------------------------------------------------
+
+
+def _register_tagged_union(union: Any, tag: str = "type") -> None:
+    by_tag = {attrs.fields_dict(cls)[tag].default: cls for cls in typing.get_args(union)}
+    expected = ", ".join(repr(t) for t in by_tag)
+
+    def structure(value: Any, _: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise WireValueError(f"expected an object, got {type(value).__name__}")
+        cls = by_tag.get(value.get(tag))
+        if cls is None:
+            raise WireValueError(f"unknown {tag} {value.get(tag)!r}; expected one of {expected}")
+        return converter.structure(value, cls)
+
+    converter.register_structure_hook(union, structure)
+
+
+for _union in (ContentBlock, MCPServerConfig, MCPServerInput, CompletionReference):
+    _register_tagged_union(_union)
+
+
+def _structure_resource_contents(value: Any, _: Any) -> Any:
+    if isinstance(value, Mapping) and "blob" in value:
+        return converter.structure(value, BlobResourceContents)
+    if isinstance(value, Mapping) and "text" in value:
+        return converter.structure(value, TextResourceContents)
+    raise WireValueError("expected resource contents with a 'text' or 'blob' field")
+
+
+converter.register_structure_hook(ResourceContents, _structure_resource_contents)
+
+
+# -- attrs classes -------------------------------------------------------------------
+
+
+def _wire_name(attribute: attrs.Attribute) -> str:
+    return attribute.metadata.get("wire", attribute.name)
+
+
+def _unstructure_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
+    overrides = {
+        a.name: override(
+            rename=_wire_name(a),
+            omit_if_default=a.default is None and not a.metadata.get("keep_none"),
+        )
+        for a in attrs.fields(cls)
+    }
+    return make_dict_unstructure_fn(cls, converter, **overrides)
+
+
+def _structure_factory(cls: type) -> Callable[[Any, Any], Any]:
+    overrides = {a.name: override(rename=_wire_name(a)) for a in attrs.fields(cls)}
+    generated = make_dict_structure_fn(cls, converter, **overrides)
+    aliases = [(_wire_name(a), alias) for a in attrs.fields(cls) for alias in a.metadata.get("aliases", ())]
+
+    def structure(value: Any, target: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise WireValueError(f"expected an object, got {type(value).__name__}")
+        missing = [(key, alias) for key, alias in aliases if key not in value and alias in value]
+        if missing:
+            value = {**value, **{key: value[alias] for key, alias in missing}}
+        return generated(value, target)
+
+    return structure
+
+
+converter.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
+converter.register_structure_hook_factory(attrs.has, _structure_factory)
+
+
+# -- public API ----------------------------------------------------------------------
+
+
+def to_wire(obj: Any) -> Any:
+    """A model (or list/dict of models) as plain JSON-ready data."""
+    return converter.unstructure(obj)
+
+
+def from_wire(cls: type[T], data: Any) -> T:
+    """`data` as an instance of `cls`; raises `BadRequestError` naming every bad field."""
+    try:
+        return converter.structure(data, cls)
+    except (BaseValidationError, WireValueError, TypeError, ValueError, KeyError) as exc:
+        problems = describe_validation_error(exc)
+        name = _type_name(cls)
+        raise BadRequestError(
+            f"invalid {name}: " + "; ".join(problems), details={"errors": problems}
+        ) from None
+
+
+def _type_name(cls: Any) -> str:
+    if typing.get_origin(cls) is typing.Union:
+        return " | ".join(_type_name(arg) for arg in typing.get_args(cls))
+    return getattr(cls, "__name__", repr(cls))
+
+
+def describe_validation_error(exc: BaseException, path: str = "$") -> list[str]:
+    """cattrs' error tree as ``"<why> @ <wire path>"`` lines (cattrs' own `transform_error`
+    walks attribute names; this walks the same tree but prints the wire keys)."""
+    if isinstance(exc, ClassValidationError):
+        wire = {a.name: _wire_name(a) for a in attrs.fields(exc.cl)} if attrs.has(exc.cl) else {}
+        grouped, loose = exc.group_exceptions()
+        lines: list[str] = []
+        for sub, note in grouped:
+            lines += _describe_leaf(sub, note.type, f"{path}.{wire.get(note.name, note.name)}")
+        for sub in loose:
+            lines += _describe_leaf(sub, None, path)
+        return lines
+    if isinstance(exc, IterableValidationError):
+        grouped, loose = exc.group_exceptions()
+        lines = []
+        for sub, note in grouped:
+            lines += _describe_leaf(sub, note.type, f"{path}[{note.index!r}]")
+        for sub in loose:
+            lines += _describe_leaf(sub, None, path)
+        return lines
+    return _describe_leaf(exc, None, path)
+
+
+def _describe_leaf(exc: BaseException, type_: Any, path: str) -> list[str]:
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        return describe_validation_error(exc, path)
+    if isinstance(exc, WireValueError):
+        return [f"{exc} @ {path}"]
+    if isinstance(exc, KeyError):
+        return [f"required field missing @ {path}"]
+    if typing.get_origin(type_) is typing.Literal:
+        allowed = ", ".join(repr(v) for v in typing.get_args(type_))
+        return [f"invalid value; expected one of {allowed} @ {path}"]
+    return [f"{format_exception(exc, type_)} @ {path}"]

@@ -1,0 +1,85 @@
+"""attrs models of every A2C-SMCP wire structure (spec/data-structures.md + DESIGN §3)."""
+
+from .config import (
+    CommandInput,
+    GetComputerConfigReq,
+    GetComputerConfigRet,
+    IsoDuration,
+    MCPServerConfig,
+    MCPServerInput,
+    PickStringInput,
+    PromptStringInput,
+    SseServerConfig,
+    SseServerParameters,
+    StdioServerConfig,
+    StdioServerParameters,
+    StreamableHttpServerConfig,
+    StreamableHttpServerParameters,
+)
+from .content import (
+    Annotations,
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    Resource,
+    ResourceContents,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
+from .desktop import Desktop, GetDeskTopReq, GetDeskTopRet
+from .finder import (
+    DEFAULT_FINDER_LIMIT,
+    ELEMENT_CATEGORIES,
+    MAX_FINDER_LIMIT,
+    DPECatalogue,
+    DPEDocument,
+    DPEDocumentSummary,
+    DPEElementDetail,
+    DPEPage,
+    DPEPageSummary,
+    GetFinderReq,
+    GetFinderRet,
+)
+from .resources import (
+    CompleteReq,
+    CompleteRet,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    CompletionReference,
+    GetResourcesReq,
+    GetResourcesRet,
+    PromptReference,
+    ReadResourceReq,
+    ReadResourceRet,
+    ResourceTemplateReference,
+)
+from .room import (
+    AgentCallData,
+    EnterOfficeNotification,
+    EnterOfficeReq,
+    LeaveOfficeNotification,
+    LeaveOfficeReq,
+    ListRoomReq,
+    ListRoomRet,
+    Role,
+    SessionInfo,
+    UpdateComputerConfigReq,
+    UpdateMCPConfigNotification,
+    UpdateToolListNotification,
+)
+from .tools import (
+    A2C_TOOL_META,
+    MCP_TOOL_ANNOTATION,
+    CallToolResult,
+    GetToolsReq,
+    GetToolsRet,
+    SMCPTool,
+    ToolCallReq,
+    ToolMeta,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_") and name[0].isupper() or name.isupper()]

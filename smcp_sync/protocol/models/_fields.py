@@ -1,0 +1,34 @@
+"""Field helpers shared by every wire model.
+
+Wire models are frozen, keyword-only attrs classes (immutable, so safe to share between
+threads). Field metadata tells the codec how a field appears on the wire:
+`wire` renames it, `aliases` lists other accepted input keys, `keep_none` keeps a
+``None`` value on output where a peer expects the key to exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+wire_model = attrs.frozen(kw_only=True)
+
+
+def field(*, wire: str | None = None, aliases: tuple[str, ...] = (), keep_none: bool = False, **kwargs: Any) -> Any:
+    metadata = dict(kwargs.pop("metadata", {}))
+    if wire:
+        metadata["wire"] = wire
+    if aliases:
+        metadata["aliases"] = aliases
+    if keep_none:
+        metadata["keep_none"] = True
+    return attrs.field(metadata=metadata, **kwargs)
+
+
+def empty_list() -> Any:
+    return attrs.field(factory=list)
+
+
+def empty_dict() -> Any:
+    return attrs.field(factory=dict)

@@ -1,0 +1,127 @@
+"""Computer configuration: MCP server configs and inputs, in the official SDK's JSON format.
+
+The unions are tagged by `type` ("stdio" / "sse" / "streamable", and "promptString" /
+"pickString" / "command"), so a config file written for the official Python SDK loads
+unchanged. Defaults match that SDK (which takes them from the MCP SDK's parameter models).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NewType, Union
+
+from ._fields import empty_dict, empty_list, field, wire_model
+from .tools import ToolMeta
+
+#: Seconds; read from a number or an ISO 8601 duration ("PT30S"), written as ISO 8601.
+IsoDuration = NewType("IsoDuration", float)
+
+
+@wire_model
+class StdioServerParameters:
+    command: str
+    args: list[str] = empty_list()
+    env: dict[str, str] | None = field(default=None, keep_none=True)
+    cwd: str | None = field(default=None, keep_none=True)
+    encoding: str = "utf-8"
+    encoding_error_handler: Literal["strict", "ignore", "replace"] = "strict"
+
+
+@wire_model
+class SseServerParameters:
+    url: str
+    headers: dict[str, Any] | None = field(default=None, keep_none=True)
+    timeout: float = 5.0
+    sse_read_timeout: float = 300.0
+
+
+@wire_model
+class StreamableHttpServerParameters:
+    url: str
+    headers: dict[str, Any] | None = field(default=None, keep_none=True)
+    timeout: IsoDuration = IsoDuration(30.0)
+    sse_read_timeout: IsoDuration = IsoDuration(300.0)
+    terminate_on_close: bool = True
+
+
+@wire_model
+class StdioServerConfig:
+    name: str
+    server_parameters: StdioServerParameters
+    type: Literal["stdio"] = "stdio"
+    disabled: bool = False
+    forbidden_tools: list[str] = empty_list()
+    tool_meta: dict[str, ToolMeta] = empty_dict()
+    default_tool_meta: ToolMeta | None = None
+    vrl: str | None = None
+
+
+@wire_model
+class SseServerConfig:
+    name: str
+    server_parameters: SseServerParameters
+    type: Literal["sse"] = "sse"
+    disabled: bool = False
+    forbidden_tools: list[str] = empty_list()
+    tool_meta: dict[str, ToolMeta] = empty_dict()
+    default_tool_meta: ToolMeta | None = None
+    vrl: str | None = None
+
+
+@wire_model
+class StreamableHttpServerConfig:
+    name: str
+    server_parameters: StreamableHttpServerParameters
+    type: Literal["streamable"] = "streamable"
+    disabled: bool = False
+    forbidden_tools: list[str] = empty_list()
+    tool_meta: dict[str, ToolMeta] = empty_dict()
+    default_tool_meta: ToolMeta | None = None
+    vrl: str | None = None
+
+
+MCPServerConfig = Union[StdioServerConfig, SseServerConfig, StreamableHttpServerConfig]
+
+
+@wire_model
+class PromptStringInput:
+    id: str
+    description: str
+    type: Literal["promptString"] = "promptString"
+    default: str | None = None
+    password: bool | None = None
+
+
+@wire_model
+class PickStringInput:
+    id: str
+    description: str
+    type: Literal["pickString"] = "pickString"
+    options: list[str] = empty_list()
+    default: str | None = None
+
+
+@wire_model
+class CommandInput:
+    id: str
+    description: str
+    command: str
+    type: Literal["command"] = "command"
+    args: dict[str, str] | None = None
+
+
+MCPServerInput = Union[PromptStringInput, PickStringInput, CommandInput]
+
+
+@wire_model
+class GetComputerConfigReq:
+    agent: str
+    req_id: str
+    computer: str
+
+
+@wire_model
+class GetComputerConfigRet:
+    servers: dict[str, MCPServerConfig]
+    inputs: list[MCPServerInput] | None = None
+    #: Our addition: human-readable problems (tool-name clashes, servers down).
+    diagnostics: list[str] | None = None

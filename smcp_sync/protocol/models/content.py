@@ -1,0 +1,106 @@
+"""MCP content structures that travel inside SMCP answers (tool results, resource reads).
+
+They mirror the MCP schema (camelCase wire keys, `_meta`) so a result relayed from an
+MCP server reaches the Agent unchanged; `meta` is accepted as well as `_meta` because
+SDKs that dump pydantic models without aliases emit it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from ._fields import field, wire_model
+
+_META = {"wire": "_meta", "aliases": ("meta",)}
+
+
+@wire_model
+class Annotations:
+    audience: list[str] | None = None
+    priority: float | None = None
+    last_modified: str | None = field(default=None, wire="lastModified")
+
+
+@wire_model
+class TextContent:
+    text: str
+    type: Literal["text"] = "text"
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class ImageContent:
+    data: str
+    mime_type: str = field(wire="mimeType")
+    type: Literal["image"] = "image"
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class AudioContent:
+    data: str
+    mime_type: str = field(wire="mimeType")
+    type: Literal["audio"] = "audio"
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class TextResourceContents:
+    uri: str
+    text: str
+    mime_type: str | None = field(default=None, wire="mimeType")
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class BlobResourceContents:
+    uri: str
+    blob: str
+    mime_type: str | None = field(default=None, wire="mimeType")
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+#: Told apart by which of `text` / `blob` is present (MCP defines no tag).
+ResourceContents = Union[TextResourceContents, BlobResourceContents]
+
+
+@wire_model
+class EmbeddedResource:
+    resource: ResourceContents
+    type: Literal["resource"] = "resource"
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class ResourceLink:
+    uri: str
+    name: str
+    type: Literal["resource_link"] = "resource_link"
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = field(default=None, wire="mimeType")
+    size: int | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+#: Tagged by `type`.
+ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+
+
+@wire_model
+class Resource:
+    """One entry of an MCP server's `resources/list`."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = field(default=None, wire="mimeType")
+    size: int | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = field(default=None, **_META)

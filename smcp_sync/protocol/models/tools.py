@@ -1,0 +1,111 @@
+"""Tool structures: SMCPTool with its meta rules, tool-call request and result."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from ._fields import empty_list, field, wire_model
+from .content import ContentBlock, TextContent
+
+#: Key of `SMCPTool.meta` holding the A2C `ToolMeta` as a JSON *string* (spec rule).
+A2C_TOOL_META = "a2c_tool_meta"
+#: Key of `SMCPTool.meta` holding the MCP tool annotations as a JSON string.
+MCP_TOOL_ANNOTATION = "MCP_TOOL_ANNOTATION"
+
+
+@wire_model
+class ToolMeta:
+    auto_apply: bool | None = None
+    alias: str | None = None
+    tags: list[str] | None = None
+    ret_object_mapper: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        """The `a2c_tool_meta` string: every key present, nulls included (as the spec shows)."""
+        return json.dumps(attrs.asdict(self), ensure_ascii=False)
+
+    def merged_over(self, base: ToolMeta | None) -> ToolMeta:
+        """This meta with unset fields taken from `base` (tool_meta over default_tool_meta)."""
+        if base is None:
+            return self
+        values = {a.name: getattr(self, a.name) for a in attrs.fields(ToolMeta)}
+        return ToolMeta(**{k: v if v is not None else getattr(base, k) for k, v in values.items()})
+
+
+@wire_model
+class SMCPTool:
+    name: str
+    description: str
+    params_schema: dict[str, Any]
+    return_schema: dict[str, Any] | None = field(default=None, keep_none=True)
+    meta: dict[str, Any] | None = None
+
+    @property
+    def tool_meta(self) -> ToolMeta | None:
+        """The parsed `a2c_tool_meta` (None when absent or not valid JSON)."""
+        raw = (self.meta or {}).get(A2C_TOOL_META)
+        if not isinstance(raw, str):
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
+            return None
+        from ..codec import from_wire  # local: the codec imports the models
+
+        try:
+            return from_wire(ToolMeta, data)
+        except Exception:
+            return None
+
+
+@wire_model
+class ToolCallReq:
+    agent: str
+    req_id: str
+    computer: str
+    tool_name: str
+    params: dict[str, Any]
+    timeout: float
+
+
+@wire_model
+class GetToolsReq:
+    agent: str
+    req_id: str
+    computer: str
+
+
+@wire_model
+class GetToolsRet:
+    tools: list[SMCPTool]
+    req_id: str
+
+
+@wire_model
+class CallToolResult:
+    """The MCP result of a tool call; `meta` carries SMCP markers (error_code, timeout...)."""
+
+    content: list[ContentBlock] = empty_list()
+    is_error: bool = field(default=False, wire="isError")
+    structured_content: dict[str, Any] | None = field(default=None, wire="structuredContent")
+    meta: dict[str, Any] | None = field(default=None, aliases=("_meta",))
+
+    @property
+    def text(self) -> str:
+        """All text contents joined by newlines (what a person usually wants to see)."""
+        return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
+
+    @property
+    def error_code(self) -> int | None:
+        code = (self.meta or {}).get("error_code")
+        return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+    @classmethod
+    def failure(cls, code: int, message: str, **markers: Any) -> CallToolResult:
+        """An `isError` result for failures the Computer detects (DESIGN §3)."""
+        return cls(content=[TextContent(text=message)], is_error=True, meta={"error_code": int(code), **markers})
