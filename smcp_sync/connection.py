@@ -1,0 +1,463 @@
+"""One Socket.IO client session on `/smcp`, shared by the Agent and the Computer.
+
+Why a wrapper around `socketio.Client`: both roles need the same things the library
+leaves to the application — a bounded connect, office membership that survives a
+reconnect (a reconnect is a brand-new server session: new sid, no rooms), request/answer
+calls that fail fast and typed instead of waiting out a timeout, and a close that stops
+every thread.
+
+Decisions (DESIGN §2, §3, §7):
+
+* websocket transport only, `handle_sigint=False` (Ctrl-C / a Jupyter interrupt must not
+  disconnect every client).
+* Reconnection is python-socketio's own, configured by `ReconnectPolicy` (on by default:
+  first retry after ~0.5 s, doubling up to 5 s, retried until `close()`). It only happens
+  after a transport drop; a server-initiated disconnect is final (library behaviour).
+  After a reconnect the connection re-joins the office it was in, then runs the
+  `on_rejoined` callbacks. Requests made meanwhile wait (within their own timeout) for
+  the re-join instead of reaching the server outside any office.
+* Requests pending when the connection drops fail at once with `NotConnectedError`
+  (python-socketio would let them wait out their whole timeout).
+* Handlers registered with `on` never kill their thread: an `SMCPError` they raise
+  becomes the spec's error object as the answer, anything else a generic 500 (logged
+  here, never sent: no stack traces on the wire).
+* Closing is fast. websocket-client's `close()` waits up to 3 s for the server's close
+  frame; werkzeug never sends one in time: when the Engine.IO handler returns it keeps
+  the HTTP/1.1 connection open and parses the next websocket frames as an HTTP request
+  line, blocking in `readline()` until the client gives up. Measured on loopback:
+  `disconnect()` took 3.0 s in 12 of 20 runs against werkzeug. We send the close frame
+  and shut the socket down without waiting for the echo (`_PromptCloseWebSocket`):
+  ~1 ms, and the server sees the disconnect within a few ms. Nothing is lost that the
+  library did not already race away (it closes the socket while its writer thread may
+  still be flushing).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+import attrs
+import engineio.exceptions
+import socketio
+import socketio.exceptions
+import websocket
+
+from .protocol import events
+from .protocol.codec import to_wire
+from .protocol.conventions import error_from_ack
+from .protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
+from .protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+
+logger = logging.getLogger(__name__)
+
+#: Seconds `connect` waits for the websocket handshake and the namespace by default.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds `join_office` / `leave_office` wait for the Server's ack by default.
+DEFAULT_JOIN_TIMEOUT = 10.0
+#: Seconds `close` waits for the client's threads by default.
+DEFAULT_CLOSE_TIMEOUT = 5.0
+
+Handler = Callable[[Any], Any]
+
+_RESERVED_EVENTS = frozenset({"connect", "disconnect", "connect_error", "message"})
+
+
+class NotConnectedError(SMCPError, ConnectionError):
+    """No usable session: never connected, closed, refused, or lost and not yet back.
+
+    Also a builtin `ConnectionError`, so generic network error handling catches it."""
+
+
+@attrs.frozen(kw_only=True)
+class ReconnectPolicy:
+    """How the client reconnects after a transport drop (python-socketio's options).
+
+    `delay` is the first wait in seconds, doubled after each failed attempt up to
+    `delay_max`; each wait is shifted by up to ± `randomization` seconds so many clients
+    of a restarted server do not reconnect in lockstep. Attempts go on until `close()`.
+    """
+
+    enabled: bool = True
+    delay: float = 0.5
+    delay_max: float = 5.0
+    randomization: float = 0.25
+
+    def client_options(self) -> dict[str, Any]:
+        return {
+            "reconnection": self.enabled,
+            "reconnection_attempts": 0,
+            "reconnection_delay": self.delay,
+            "reconnection_delay_max": self.delay_max,
+            "randomization_factor": self.randomization,
+        }
+
+
+class _PromptCloseWebSocket(websocket.WebSocket):
+    """Sends the close frame but does not wait for the server's echo (see module doc)."""
+
+    def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
+        super().close(status, reason, timeout=0)
+
+
+class _PendingRequest:
+    """One request waiting for its ack; resolved by the ack or failed by a disconnect."""
+
+    __slots__ = ("event", "done", "args", "error")
+
+    def __init__(self, event: str):
+        self.event = event
+        self.done = threading.Event()
+        self.args: tuple[Any, ...] = ()
+        self.error: SMCPError | None = None
+
+    def resolve(self, *args: Any) -> None:
+        self.args = args
+        self.done.set()
+
+    def fail(self, error: SMCPError) -> None:
+        self.error = error
+        self.done.set()
+
+
+class Connection:
+    """A `socketio.Client` on `/smcp` for one named Agent or Computer.
+
+    Thread-safe: `call`, `emit`, `join_office`... may be used from many threads at once.
+    """
+
+    _DISCONNECTED, _CONNECTING, _CONNECTED, _RECONNECTING = "disconnected", "connecting", "connected", "reconnecting"
+
+    def __init__(
+        self,
+        role: Role,
+        name: str,
+        *,
+        auth: Mapping[str, Any] | None = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+    ):
+        self.role = role
+        self.name = name
+        self._auth = dict(auth) if auth is not None else None
+        self._reconnect = reconnect
+        self._handlers: dict[str, Callable[..., Any]] = {}
+        self._sio = self._new_client()
+        self._emit_lock = threading.Lock()  # python-socketio's emit is not thread-safe
+        self._state_changed = threading.Condition()
+        self._state = self._DISCONNECTED
+        self._ready = False  # connected and, after a reconnect, re-joined
+        self._closing = False
+        self._url: str | None = None
+        self._office_id: str | None = None
+        self._pending: set[_PendingRequest] = set()
+        self._rejoined_callbacks: list[Callable[[str], None]] = []
+        self._refusal: Any = None
+
+    def _new_client(self) -> socketio.Client:
+        """A fresh client per `connect`: the previous one may still be winding down on a
+        library thread after a server-initiated disconnect, and its late events must not
+        touch this connection's state (hence the `client is self._sio` checks)."""
+        client = socketio.Client(
+            handle_sigint=False,
+            websocket_extra_options={"class_": _PromptCloseWebSocket},
+            request_timeout=DEFAULT_CONNECT_TIMEOUT,
+            **self._reconnect.client_options(),
+        )
+        client.on("connect", lambda: self._on_connect(client), namespace=events.NAMESPACE)
+        client.on("disconnect", lambda reason="": self._on_disconnect(client, reason), namespace=events.NAMESPACE)
+        client.on("connect_error", lambda data=None: self._on_connect_error(client, data), namespace=events.NAMESPACE)
+        for event, handler in self._handlers.items():
+            client.on(event, handler, namespace=events.NAMESPACE)
+        return client
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        with self._state_changed:
+            return self._state == self._CONNECTED
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    @property
+    def office_id(self) -> str | None:
+        """The office this connection is in (and re-joins after a reconnect)."""
+        return self._office_id
+
+    @property
+    def sid(self) -> str | None:
+        """The current Socket.IO session id on `/smcp` (changes on every reconnect)."""
+        return self._sio.get_sid(events.NAMESPACE)
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url!r} office={self._office_id!r}>"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def connect(self, url: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+        """Open the session. Raises `AuthError` when the Server refuses the connection
+        (its message included) and `NotConnectedError` when it cannot be reached."""
+        with self._state_changed:
+            if self._state != self._DISCONNECTED:
+                raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
+            self._state = self._CONNECTING
+            self._closing = False
+            self._refusal = None
+            self._url = url
+            self._sio = client = self._new_client()
+        client.eio.request_timeout = timeout  # bounds the websocket handshake
+        try:
+            client.connect(
+                url,
+                auth=self._auth,
+                transports=["websocket"],
+                namespaces=[events.NAMESPACE],
+                wait_timeout=timeout,
+            )
+        except socketio.exceptions.ConnectionError as exc:
+            with self._state_changed:
+                self._state = self._DISCONNECTED
+            raise self._connect_failure(url, exc) from None
+        logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
+
+    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """Disconnect (the Server treats it as leaving the office), stop reconnecting and
+        wait up to `timeout` for the client's threads. Idempotent; `connect` may follow."""
+        with self._state_changed:
+            self._closing = True
+        closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
+        closer.start()
+        closer.join(timeout)
+        if closer.is_alive():
+            logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
+        with self._state_changed:
+            self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
+            self._state_changed.notify_all()
+
+    def _shutdown(self) -> None:
+        # A reconnect attempt in flight can succeed while shutdown() waits for it: loop.
+        client = self._sio
+        for _ in range(3):
+            client.shutdown()
+            if not client.connected:
+                return
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- office ----------------------------------------------------------------------
+
+    def join_office(self, office_id: str, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        """Join `office_id` as this connection's role and name; a refusal raises the
+        `SMCPError` matching the code in the Server's message (403 when it has none)."""
+        self._join(office_id, timeout, wait_for_rejoin=True)
+        logger.info("%s %r joined office %r", self.role, self.name, office_id)
+
+    def leave_office(self, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        """Leave the current office (no-op when in none)."""
+        office_id = self._office_id
+        if office_id is None:
+            return
+        args = self._request(events.LEAVE_OFFICE, to_wire(LeaveOfficeReq(office_id=office_id)), timeout, wait_for_rejoin=True)
+        _raise_refusal(events.LEAVE_OFFICE, args)
+        with self._state_changed:
+            if self._office_id == office_id:
+                self._office_id = None
+
+    def on_rejoined(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(office_id)` after each automatic re-join (on a Socket.IO thread:
+        keep it short, hand long work to another thread)."""
+        self._rejoined_callbacks.append(callback)
+
+    def _join(self, office_id: str, timeout: float, *, wait_for_rejoin: bool) -> None:
+        request = EnterOfficeReq(role=self.role, name=self.name, office_id=office_id)
+        args = self._request(events.JOIN_OFFICE, to_wire(request), timeout, wait_for_rejoin=wait_for_rejoin)
+        _raise_refusal(events.JOIN_OFFICE, args)
+        with self._state_changed:
+            self._office_id = office_id
+
+    # -- messages --------------------------------------------------------------------
+
+    def call(self, event: str, payload: Any, timeout: float) -> Any:
+        """Send `event` and return the answer. Raises the typed `SMCPError` when the
+        answer is an error object (nested or flat), `SMCPTimeoutError` (408) when none
+        comes within `timeout` seconds, `NotConnectedError` without a session."""
+        args = self._request(event, payload, timeout, wait_for_rejoin=True)
+        answer = args[0] if len(args) == 1 else list(args) if args else None
+        error = SMCPError.from_wire(answer)
+        if error is not None:
+            raise error
+        return answer
+
+    def emit(self, event: str, payload: Any) -> None:
+        """Send `event` without waiting for an answer."""
+        with self._state_changed:
+            if self._state != self._CONNECTED:
+                raise self._not_connected(f"cannot send {event}")
+        self._send(event, payload, callback=None)
+
+    def on(self, event: str, handler: Handler) -> None:
+        """Handle `event` from the Server: `handler(payload)` runs on its own thread and
+        its return value is the answer. It validates its own payload."""
+        if event in _RESERVED_EVENTS:
+            raise ValueError(f"{event!r} is handled by the connection itself")
+        self._handlers[event] = _answering(event, handler)
+        self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)
+
+    def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
+        deadline = time.monotonic() + timeout
+        pending = _PendingRequest(event)
+        with self._state_changed:
+            self._wait_usable(event, deadline, wait_for_rejoin)
+            self._pending.add(pending)
+        try:
+            self._send(event, payload, callback=pending.resolve)
+            if not pending.done.wait(max(0.0, deadline - time.monotonic())):
+                raise SMCPTimeoutError(
+                    f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
+                )
+        finally:
+            with self._state_changed:
+                self._pending.discard(pending)
+        if pending.error is not None:
+            raise pending.error
+        return pending.args
+
+    def _wait_usable(self, event: str, deadline: float, wait_for_rejoin: bool) -> None:
+        """Block (state lock held) until requests may be sent; joins skip the re-join wait."""
+        while True:
+            if self._state in (self._DISCONNECTED, self._CONNECTING):
+                raise self._not_connected(f"cannot send {event}")
+            if self._state == self._CONNECTED and (self._ready or not wait_for_rejoin):
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NotConnectedError(
+                    f"cannot send {event}: connection to {self._url} lost and not restored in time",
+                    details={"event": event},
+                )
+            self._state_changed.wait(remaining)
+
+    def _send(self, event: str, payload: Any, callback: Callable[..., None] | None) -> None:
+        try:
+            with self._emit_lock:
+                self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
+        except socketio.exceptions.BadNamespaceError:
+            raise self._not_connected(f"cannot send {event}") from None
+
+    def _not_connected(self, what: str) -> NotConnectedError:
+        where = f" to {self._url}" if self._url else ""
+        return NotConnectedError(f"{what}: {self.role} {self.name!r} is not connected{where}")
+
+    # -- Socket.IO callbacks (each on a library thread) ---------------------------------
+
+    def _on_connect(self, client: socketio.Client) -> None:
+        with self._state_changed:
+            if client is not self._sio:
+                return
+            reconnected = self._state == self._RECONNECTING
+            self._state = self._CONNECTED
+            office_id = self._office_id if reconnected and not self._closing else None
+            self._ready = office_id is None
+            self._state_changed.notify_all()
+        if office_id is not None:
+            self._rejoin(office_id)
+
+    def _rejoin(self, office_id: str) -> None:
+        logger.info("%s %r reconnected (sid %s); re-joining office %r", self.role, self.name, self.sid, office_id)
+        try:
+            self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
+        except SMCPError as exc:
+            logger.error("%s %r could not re-join office %r after reconnecting: %s", self.role, self.name, office_id, exc)
+            with self._state_changed:
+                if self._office_id == office_id:
+                    self._office_id = None
+            office_id = None
+        with self._state_changed:
+            self._ready = True
+            self._state_changed.notify_all()
+        if office_id is None:
+            return
+        for callback in list(self._rejoined_callbacks):
+            try:
+                callback(office_id)
+            except Exception:
+                logger.exception("on_rejoined callback %r failed", callback)
+
+    def _on_disconnect(self, client: socketio.Client, reason: str) -> None:
+        with self._state_changed:
+            if client is not self._sio:
+                return
+            retry = reason == client.reason.TRANSPORT_ERROR and self._reconnect.enabled and not self._closing
+            self._state = self._RECONNECTING if retry else self._DISCONNECTED
+            self._ready = False
+            if not retry:
+                self._office_id = None
+            pending, self._pending = self._pending, set()
+            self._state_changed.notify_all()
+        logger.log(
+            logging.INFO if self._closing else logging.WARNING,
+            "%s %r disconnected from %s (%s)%s",
+            self.role,
+            self.name,
+            self._url,
+            reason or "unknown reason",
+            "; reconnecting" if retry else "",
+        )
+        for request in pending:
+            request.fail(NotConnectedError(f"connection lost before {request.event} was answered ({reason})"))
+
+    def _on_connect_error(self, client: socketio.Client, data: Any) -> None:
+        # A refusal of the namespace carries {"message", "data"?}; a transport failure a string.
+        refused = isinstance(data, Mapping)
+        if refused and client is self._sio:
+            self._refusal = data
+        logger.log(logging.WARNING if refused else logging.INFO, "%s %r: cannot connect to %s: %s", self.role, self.name, self._url, data)
+
+    def _connect_failure(self, url: str, exc: Exception) -> SMCPError:
+        refusal = self._refusal
+        if isinstance(exc.__cause__, engineio.exceptions.ConnectionError) or refusal is None:
+            return NotConnectedError(f"cannot connect to {url}: {exc}", details={"url": url})
+        error = SMCPError.from_wire(refusal.get("data")) or SMCPError.from_wire(refusal)
+        if error is not None:
+            return error
+        message = str(refusal.get("message") or "no reason given")
+        if message.startswith("["):  # "[code] message", as in join refusals
+            return error_from_ack(message)
+        return AuthError(f"connection refused by {url}: {message}")
+
+
+def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:
+    """Check a two-value ack `(True, None)` / `(False, "[code] message")`."""
+    accepted = args[0] if args else None
+    if accepted is True:
+        return
+    if accepted is False:
+        raise error_from_ack(args[1] if len(args) > 1 else None)
+    error = SMCPError.from_wire(accepted)
+    if error is not None:
+        raise error
+    raise InternalError(f"unexpected answer to {event}: {list(args)!r:.200}")
+
+
+def _answering(event: str, handler: Handler) -> Callable[..., Any]:
+    """`handler` adapted to python-socketio: one payload in, errors turned into answers."""
+
+    def invoke(*args: Any) -> Any:
+        try:
+            return handler(args[0] if args else None)
+        except SMCPError as exc:
+            logger.info("%s refused: %s", event, exc)
+            return exc.to_wire()
+        except Exception:
+            logger.exception("handler of %s failed", event)
+            return InternalError(f"internal error while handling {event}").to_wire()
+
+    return invoke

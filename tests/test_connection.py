@@ -1,0 +1,304 @@
+"""`smcp_sync.connection.Connection` against a real python-socketio Server (werkzeug
+thread on 127.0.0.1:0, or a child process for real crashes)."""
+
+from __future__ import annotations
+
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from smcp_sync.connection import Connection, NotConnectedError, ReconnectPolicy
+from smcp_sync.protocol.errors import (
+    AuthError,
+    BadRequestError,
+    ForbiddenError,
+    NotFoundError,
+    OfficeError,
+    SMCPError,
+    SMCPTimeoutError,
+)
+
+try:
+    from tests.agent.raw_server import RawServer
+except ImportError:  # tests/ itself is on sys.path
+    from agent.raw_server import RawServer
+
+RAW_SERVER_SCRIPT = Path(__file__).resolve().parent / "agent" / "raw_server.py"
+FAST_RECONNECT = ReconnectPolicy(delay=0.1, delay_max=0.2, randomization=0.05)
+
+
+@pytest.fixture
+def server(no_leaks):
+    raw = RawServer()
+    raw.start()
+    yield raw
+    raw.stop()
+
+
+@pytest.fixture
+def conn(server):
+    connection = Connection("agent", "a1")
+    connection.connect(server.url, timeout=5)
+    yield connection
+    connection.close()
+
+
+@pytest.mark.timeout(20)
+def test_connect_join_and_call_round_trip(server, conn):
+    assert conn.connected and conn.sid
+    conn.join_office("office-1", timeout=5)
+
+    assert server.payloads("server:join_office") == [{"role": "agent", "name": "a1", "office_id": "office-1"}]
+    assert conn.office_id == "office-1"
+    assert conn.call("test:whoami", {}, timeout=5) == {"sid": conn.sid, "office_id": "office-1"}
+    payload = {"text": "héllo", "n": [1, 2.5, None, True]}
+    assert conn.call("test:echo", payload, timeout=5) == payload
+
+
+@pytest.mark.timeout(20)
+def test_leave_office_sends_office_id_and_forgets_it(server, conn):
+    conn.join_office("office-1", timeout=5)
+    conn.leave_office(timeout=5)
+
+    assert server.payloads("server:leave_office") == [{"office_id": "office-1"}]
+    assert conn.office_id is None
+    assert conn.call("test:whoami", {}, timeout=5)["office_id"] is None
+    conn.leave_office(timeout=5)  # in no office: nothing to send
+    assert len(server.payloads("server:leave_office")) == 1
+
+
+@pytest.mark.timeout(20)
+def test_join_refusal_raises_the_coded_error(conn):
+    with pytest.raises(OfficeError) as coded:
+        conn.join_office("full-1", timeout=5)
+    assert coded.value.code == 4101
+    assert coded.value.message == "office full-1 already has an agent"
+
+    with pytest.raises(ForbiddenError) as uncoded:
+        conn.join_office("plain-1", timeout=5)
+    assert uncoded.value.code == 403 and uncoded.value.message == "Room already has an agent"
+    assert conn.office_id is None
+
+
+@pytest.mark.timeout(20)
+def test_error_answers_raise_typed_errors_in_both_forms(conn):
+    nested = {"error": {"code": 404, "message": "no computer c9 in this office", "details": {"computer": "c9"}}}
+    with pytest.raises(NotFoundError) as not_found:
+        conn.call("test:echo", nested, timeout=5)
+    assert (not_found.value.code, not_found.value.details) == (404, {"computer": "c9"})
+
+    with pytest.raises(OfficeError) as flat:
+        conn.call("test:echo", {"code": 4103, "message": "join an office first"}, timeout=5)
+    assert flat.value.code == 4103 and flat.value.message == "join an office first"
+
+    result_with_code = {"code": 7, "message": "not an error", "value": 1}
+    assert conn.call("test:echo", result_with_code, timeout=5) == result_with_code
+
+
+@pytest.mark.timeout(20)
+def test_call_without_answer_times_out_with_408(conn):
+    started = time.monotonic()
+    with pytest.raises(SMCPTimeoutError) as timeout:
+        conn.call("test:hang", {}, timeout=0.3)
+    elapsed = time.monotonic() - started
+
+    assert timeout.value.code == 408 and isinstance(timeout.value, TimeoutError)
+    assert "test:hang" in timeout.value.message
+    assert 0.3 <= elapsed < 1.5
+    assert conn.call("test:echo", 1, timeout=5) == 1  # the connection is still fine
+
+
+@pytest.mark.timeout(20)
+def test_not_connected_is_a_clear_error(server):
+    connection = Connection("computer", "c1")
+    with pytest.raises(NotConnectedError, match=r"cannot send test:echo: computer 'c1' is not connected"):
+        connection.call("test:echo", {}, timeout=5)
+    with pytest.raises(NotConnectedError):
+        connection.emit("test:note", {})
+
+    connection.connect(server.url, timeout=5)
+    connection.close()
+    started = time.monotonic()
+    with pytest.raises(NotConnectedError) as closed:
+        connection.call("test:echo", {}, timeout=5)
+    assert time.monotonic() - started < 0.5  # no waiting for a session that is gone
+    assert isinstance(closed.value, ConnectionError) and isinstance(closed.value, SMCPError)
+
+
+@pytest.mark.timeout(20)
+def test_emit_reaches_the_server(server, conn):
+    conn.emit("test:note", {"computer": "c1"})
+    server.wait_for(lambda: server.payloads("test:note"))
+    assert server.payloads("test:note") == [{"computer": "c1"}]
+
+
+@pytest.mark.timeout(20)
+def test_handler_return_value_is_the_answer_and_errors_become_error_objects(conn):
+    def strict(payload):
+        if not isinstance(payload, dict):
+            raise BadRequestError("expected an object @ $")
+        if payload.get("boom"):
+            raise ValueError("secret path /home/someone/.key")
+        return {"got": payload}
+
+    conn.on("client:probe", strict)
+    def ask(payload):
+        return conn.call("test:ask", {"event": "client:probe", "payload": payload}, timeout=5)["answer"]
+
+    assert ask({"x": 1}) == {"got": {"x": 1}}
+    assert ask([1]) == {"error": {"code": 400, "message": "expected an object @ $"}}
+    crashed = ask({"boom": True})
+    assert crashed == {"error": {"code": 500, "message": "internal error while handling client:probe"}}
+    assert ask({"y": 2}) == {"got": {"y": 2}}  # the handler still answers
+
+
+def test_reserved_events_cannot_be_taken_over():
+    connection = Connection("agent", "a1")
+    for event in ("connect", "disconnect", "connect_error"):
+        with pytest.raises(ValueError, match="handled by the connection itself"):
+            connection.on(event, lambda payload: None)
+
+
+@pytest.mark.timeout(20)
+def test_server_initiated_disconnect_is_final(server, conn):
+    conn.join_office("office-1", timeout=5)
+    with pytest.raises(NotConnectedError, match="connection lost before test:kick was answered"):
+        conn.call("test:kick", {}, timeout=5)
+
+    assert not conn.connected and conn.office_id is None
+    with pytest.raises(NotConnectedError):
+        conn.call("test:echo", {}, timeout=5)
+    conn.connect(server.url, timeout=5)  # a fresh connect() is allowed
+    assert conn.call("test:echo", 2, timeout=5) == 2
+
+
+@pytest.mark.timeout(20)
+def test_api_key_goes_in_the_auth_dict_and_a_refusal_is_an_auth_error(no_leaks):
+    protected = RawServer(api_key="k-123")
+    url = protected.start()
+    try:
+        refused = Connection("agent", "a1", auth={"api_key": "wrong"})
+        with pytest.raises(AuthError) as error:
+            refused.connect(url, timeout=5)
+        assert error.value.code == 401 and "invalid api key" in error.value.message
+        refused.close()
+
+        with Connection("agent", "a1", auth={"api_key": "k-123"}) as accepted:
+            accepted.connect(url, timeout=5)
+            assert accepted.call("test:echo", "ok", timeout=5) == "ok"
+    finally:
+        protected.stop()
+
+
+@pytest.mark.timeout(20)
+def test_unreachable_server_fails_fast(no_leaks, unused_port):
+    connection = Connection("agent", "a1")
+    started = time.monotonic()
+    with pytest.raises(NotConnectedError, match=f"cannot connect to http://127.0.0.1:{unused_port}"):
+        connection.connect(f"http://127.0.0.1:{unused_port}", timeout=2)
+    assert time.monotonic() - started < 2
+    connection.close()
+
+
+@pytest.mark.timeout(30)
+def test_close_is_prompt_and_the_server_sees_it(server):
+    for _ in range(5):
+        connection = Connection("agent", "a1")
+        connection.connect(server.url, timeout=5)
+        sid = connection.sid
+        started = time.monotonic()
+        connection.close()
+        assert time.monotonic() - started < 0.5
+        server.wait_for(lambda sid=sid: sid in server.disconnected, timeout=0.5)
+
+
+@pytest.mark.timeout(60)
+def test_many_threads_each_get_their_own_answer(conn):
+    def ask(n: int) -> tuple[int, object]:
+        return n, conn.call("test:echo", {"n": n}, timeout=10)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(ask, range(800)))
+    assert all(answer == {"n": n} for n, answer in answers)
+
+
+# -- a real crash: the server is a child process killed with SIGKILL ----------------------
+
+
+@pytest.fixture
+def unused_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class _ChildServer:
+    def __init__(self, port: int):
+        self.process = subprocess.Popen(
+            [sys.executable, str(RAW_SERVER_SCRIPT), str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.url = self.next_line()
+
+    def next_line(self, timeout: float = 15) -> str:
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        if not ready:
+            self.kill()
+            raise AssertionError(f"raw server child printed nothing within {timeout}s")
+        return self.process.stdout.readline().strip()
+
+    def wait_for_event(self, event: str) -> None:
+        while self.next_line() != event:
+            pass
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(5)
+        self.process.stdout.close()
+
+
+@pytest.mark.timeout(60)
+def test_after_a_crash_pending_calls_fail_fast_and_the_office_is_rejoined(no_leaks, unused_port):
+    first = _ChildServer(unused_port)
+    connection = Connection("agent", "a1", reconnect=FAST_RECONNECT)
+    rejoined = threading.Event()
+    connection.on_rejoined(lambda office_id: rejoined.set() if office_id == "office-1" else None)
+    second = None
+    try:
+        connection.connect(first.url, timeout=5)
+        connection.join_office("office-1", timeout=5)
+        first_sid = connection.sid
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            hanging = pool.submit(connection.call, "test:hang", {}, 30)
+            first.wait_for_event("test:hang")
+            first.kill()
+            started = time.monotonic()
+            with pytest.raises(NotConnectedError, match="connection lost before test:hang was answered"):
+                hanging.result(timeout=10)
+            assert time.monotonic() - started < 2
+
+            # A request made while the server is down waits for the reconnect and re-join.
+            waiting = pool.submit(connection.call, "test:whoami", {}, 20)
+            second = _ChildServer(unused_port)
+            assert rejoined.wait(15), "office not re-joined after the server came back"
+            whoami = waiting.result(timeout=20)
+
+        assert whoami == {"sid": connection.sid, "office_id": "office-1"}
+        assert connection.sid != first_sid and connection.office_id == "office-1"
+    finally:
+        connection.close()
+        first.process.poll() is None and first.kill()
+        if second is not None:
+            second.kill()
