@@ -16,7 +16,7 @@ import attrs
 from ..protocol.errors import BadRequestError
 from ..protocol.models import Desktop, ResourceContents, TextResourceContents
 from ..protocol.window_uri import WindowURI, parse_window_uri
-from .server_order import ToolCallRecord, order_servers
+from .server_order import CallRecord, order_servers
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class _Candidate:
 
 
 def organize_desktop(
-    windows: Iterable[Window], size: int | None, history: Reversible[ToolCallRecord]
+    windows: Iterable[Window], size: int | None, history: Reversible[CallRecord]
 ) -> list[Desktop]:
     """The desktop: windows filtered, grouped by server, ordered and cut to `size`.
 

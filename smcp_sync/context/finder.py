@@ -25,7 +25,7 @@ from typing import Iterable, Reversible, Sequence
 from ..protocol.dpe_uri import parse_dpe_uri
 from ..protocol.errors import BadRequestError, InvalidURIError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, MAX_FINDER_LIMIT, DPEDocumentSummary
-from .server_order import ToolCallRecord, order_servers
+from .server_order import CallRecord, order_servers
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def organize_finder(
     documents: Iterable[DPEDocumentSummary],
     keywords: Sequence[str] | None = None,
     file_type: str | None = None,
-    history: Reversible[ToolCallRecord] = (),
+    history: Reversible[CallRecord] = (),
     offset: int = 0,
     limit: int = DEFAULT_FINDER_LIMIT,
 ) -> tuple[list[DPEDocumentSummary], int]:

@@ -8,24 +8,29 @@ that rule lives (spec/desktop.md step 2, spec/finder.md step 2).
 from __future__ import annotations
 
 import time
-from typing import Iterable, Reversible
+from typing import Iterable, Protocol, Reversible
 
 import attrs
 
 
+class CallRecord(Protocol):
+    """All the ordering needs of a tool-call record: the MCP server the call went to. Any
+    record with a `server` attribute will do (the Computer may keep a richer one)."""
+
+    @property
+    def server(self) -> str: ...
+
+
 @attrs.frozen(kw_only=True)
 class ToolCallRecord:
-    """One tool call in the Computer's bounded history, oldest first in that history.
-
-    A Computer-internal record, not a wire structure; only `server` matters for ordering.
-    """
+    """The minimal tool-call record: a Computer-internal value, not a wire structure."""
 
     server: str
     tool: str
     timestamp: float = attrs.field(factory=time.time)
 
 
-def order_servers(servers: Iterable[str], history: Reversible[ToolCallRecord]) -> list[str]:
+def order_servers(servers: Iterable[str], history: Reversible[CallRecord]) -> list[str]:
     """`servers` (deduplicated), most recently called first, then the never-called ones by name.
 
     `history` is in call order (oldest first). Servers that appear in it but not in

@@ -41,6 +41,13 @@ def test_a_bounded_deque_history_works():
     assert order_servers(["a", "b", "c"], history) == ["a", "c", "b"]
 
 
+def test_any_record_with_a_server_attribute_will_do():
+    richer = collections.namedtuple("Richer", "req_id server tool ok")
+    history = [richer("r1", "b", "t", True), richer("r2", "a", "t", False)]
+    assert order_servers(["a", "b", "c"], history) == ["a", "b", "c"]
+    assert order_servers(["a", "b", "c"], history[:1]) == ["b", "a", "c"]
+
+
 def test_record_timestamp_defaults_to_now():
     before = time.time()
     record = ToolCallRecord(server="s", tool="echo")
