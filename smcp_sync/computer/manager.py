@@ -1,0 +1,253 @@
+"""The Computer's MCP servers, seen from sync code: configuration order, lifecycle, and
+thin blocking wrappers over each server's session.
+
+Configs are rendered through the inputs when added (so a bad or unresolvable config is
+an error of the call that adds it, naming the field). Lifecycle operations are
+serialised by one lock that is never taken on the loop; reads use snapshots.
+
+The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
+`complete`) are the seam for Desktop and Finder: they raise `SMCPError`s, with MCP
+server errors as `MCPServerError` carrying the JSON-RPC code.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
+
+import anyio
+
+from ..protocol.codec import from_wire, to_wire
+from ..protocol.errors import InternalError, NotFoundError, SMCPError, SMCPTimeoutError
+from ..protocol.models import (
+    CallToolResult,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    CompletionReference,
+    MCPServerConfig,
+    Resource,
+    ResourceContents,
+)
+from .bridge import EventLoopThread
+from .inputs import InputResolver
+from .mcp_adapter import MAX_PAGES, McpFailure, McpRequestFailed, McpSession
+from .redaction import public_server_config
+from .server_connection import ServerConnection, ServerPolicy, ServerUnavailable
+from .status import ServerEvent, ServerState, ServerStatus
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Extra seconds a blocking wrapper waits beyond the request's own timeout (the loop
+#: enforces the timeout; this only guards against a stuck loop).
+WAIT_GRACE = 2.0
+
+
+class MCPServerError(InternalError):
+    """An MCP server could not serve a request (down, or it answered with an error)."""
+
+    @property
+    def mcp_code(self) -> int | None:
+        """The MCP server's JSON-RPC error code, when it answered with one."""
+        return self.details.get("mcp_code")
+
+
+class ServerManager:
+    def __init__(
+        self,
+        bridge: EventLoopThread,
+        publish: Callable[[ServerEvent], None],
+        inputs: InputResolver,
+        policy: ServerPolicy,
+    ) -> None:
+        self._bridge = bridge
+        self._publish = publish
+        self.inputs = inputs
+        self._policy = policy
+        self._raw: dict[str, dict[str, Any]] = {}
+        self._connections: dict[str, ServerConnection] = {}
+        self._admin = threading.RLock()  # serialises lifecycle changes (may wait on the loop)
+        self._data = threading.Lock()  # guards the two dicts (held only for dict operations)
+
+    # -- configuration ----------------------------------------------------------------
+
+    def configure(self, config: Mapping[str, Any] | MCPServerConfig) -> MCPServerConfig:
+        """Validate `config` (rendering its input placeholders) and register it, stopped.
+
+        Replaces a config of the same name (keeping its place in the order)."""
+        raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
+        model = from_wire(MCPServerConfig, self.inputs.render(raw))
+        with self._admin:
+            old = self._connection_or_none(model.name)
+            if old is not None:
+                self._stop(old)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn)
+            with self._data:
+                self._raw[model.name] = raw
+                self._connections[model.name] = connection
+        self._publish(ServerEvent(server=model.name, kind="config_changed", status=connection.status))
+        return model
+
+    def remove(self, name: str) -> None:
+        with self._admin:
+            connection = self._connection(name)
+            self._stop(connection)
+            with self._data:
+                del self._raw[name], self._connections[name]
+        self._publish(ServerEvent(server=name, kind="config_changed"))
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self, name: str, timeout: float) -> ServerStatus:
+        """Start one server and wait (up to `timeout`) for its first attempt's outcome."""
+        with self._admin:
+            connection = self._connection(name)
+            if connection.config.disabled:
+                raise SMCPError(
+                    f"MCP server {name!r} is disabled in its configuration", code=400, details={"mcp_server": name}
+                )
+            self._start_all([connection], timeout)
+            return connection.status
+
+    def start_enabled(self, timeout: float) -> None:
+        """Start every enabled server concurrently; wait (bounded) for first outcomes."""
+        with self._admin:
+            self._start_all([c for c in self.connections() if not c.config.disabled], timeout)
+
+    def stop(self, name: str) -> None:
+        with self._admin:
+            self._stop(self._connection(name))
+
+    def stop_all(self) -> None:
+        with self._admin:
+            connections = [c for c in self.connections() if c.active]
+            if connections:
+                self._bridge.run(_gather(c.stop() for c in connections), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+    def restart(self, name: str, timeout: float) -> ServerStatus:
+        with self._admin:
+            self._stop(self._connection(name))
+            return self.start(name, timeout)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def connections(self) -> list[ServerConnection]:
+        with self._data:
+            return list(self._connections.values())
+
+    def snapshot(self) -> list[tuple[MCPServerConfig, ServerStatus]]:
+        """Every server's (config, status), in configuration order."""
+        return [(c.config, c.status) for c in self.connections()]
+
+    def status(self, name: str) -> ServerStatus:
+        return self._connection(name).status
+
+    def public_configs(self) -> tuple[dict[str, MCPServerConfig], list[str]]:
+        """Configs fit to show (secrets redacted), and notes on those that cannot be shown."""
+        with self._data:
+            raws = list(self._raw.items())
+        shown: dict[str, MCPServerConfig] = {}
+        notes: list[str] = []
+        for name, raw in raws:
+            config = public_server_config(raw, self.inputs)
+            if config is None:
+                notes.append(f"configuration of MCP server {name!r} is not shown: it cannot be shown without secrets")
+            else:
+                shown[name] = config
+        return shown, notes
+
+    # -- requests -------------------------------------------------------------------------
+
+    def submit_call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float) -> concurrent.futures.Future[CallToolResult]:
+        """Start a tool call; cancelling the future cancels the MCP request."""
+        return self._bridge.submit(self._connection(server).call_tool(tool, arguments, timeout))
+
+    def list_resources(self, server: str, timeout: float) -> list[Resource]:
+        """Every page of the server's `resources/list`."""
+
+        async def all_pages(session: McpSession) -> list[Resource]:
+            resources: list[Resource] = []
+            cursor: str | None = None
+            for _ in range(MAX_PAGES):
+                page, next_cursor = await session.list_resources(cursor)
+                resources.extend(page)
+                if not next_cursor or next_cursor == cursor:
+                    return resources
+                cursor = next_cursor
+            raise McpRequestFailed(f"resources/list did not end after {MAX_PAGES} pages")
+
+        return self.request(server, all_pages, timeout, "resources/list")
+
+    def list_resources_page(self, server: str, cursor: str | None, timeout: float) -> tuple[list[Resource], str | None]:
+        return self.request(server, lambda s: s.list_resources(cursor), timeout, "resources/list")
+
+    def read_resource(self, server: str, uri: str, timeout: float) -> list[ResourceContents]:
+        return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {uri!r}")
+
+    def subscribe_resource(self, server: str, uri: str, timeout: float) -> None:
+        self.request(server, lambda s: s.subscribe_resource(uri), timeout, f"resources/subscribe {uri!r}")
+
+    def complete(
+        self,
+        server: str,
+        ref: CompletionReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+        timeout: float,
+    ) -> Completion:
+        return self.request(server, lambda s: s.complete(ref, argument, context), timeout, "completion/complete")
+
+    def request(self, server: str, operation: Callable[[McpSession], Awaitable[T]], timeout: float, what: str) -> T:
+        """Run `operation` on the server's live session; failures as `SMCPError`s."""
+        connection = self._connection(server)
+        details = {"mcp_server": server}
+        try:
+            return self._bridge.run(connection.request(operation, timeout), timeout + WAIT_GRACE)
+        except ServerUnavailable as exc:
+            raise MCPServerError(str(exc), details={**details, "state": exc.status.state.value}) from None
+        except TimeoutError:
+            raise SMCPTimeoutError(f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details) from None
+        except McpFailure as exc:
+            if exc.code is not None:
+                details["mcp_code"] = exc.code
+            raise MCPServerError(f"MCP server {server!r}: {exc.message}", details=details) from None
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _connection(self, name: str) -> ServerConnection:
+        connection = self._connection_or_none(name)
+        if connection is None:
+            raise NotFoundError(f"no MCP server named {name!r}", details={"mcp_server": name})
+        return connection
+
+    def _connection_or_none(self, name: str) -> ServerConnection | None:
+        with self._data:
+            return self._connections.get(name)
+
+    def _start_all(self, connections: list[ServerConnection], timeout: float) -> None:
+        if not connections:
+            return
+        try:
+            self._bridge.run(_gather(c.start() for c in connections), timeout)
+        except TimeoutError:
+            pending = [c.name for c in connections if c.status.state is ServerState.STARTING]
+            log.warning("MCP servers %s still starting after %.1fs; they go on in the background", pending, timeout)
+
+    def _stop(self, connection: ServerConnection) -> None:
+        if connection.active:
+            self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+async def _gather(coros: Any) -> None:
+    """Await `coros` concurrently (each is a start/stop, which does not raise)."""
+    async with anyio.create_task_group() as tasks:
+        for coro in coros:
+            tasks.start_soon(_await, coro)
+
+
+async def _await(coro: Awaitable[Any]) -> None:
+    await coro

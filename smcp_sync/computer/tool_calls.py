@@ -1,0 +1,168 @@
+"""Running one tool call: route, confirm, call with a deadline, and answer (DESIGN §3).
+
+Every outcome is a `CallToolResult`: what the MCP tool returned (its own `isError`
+relayed as is), or a failure the Computer detected, with `meta.error_code`:
+
+* 4001 unknown tool; 4002 forbidden by the configuration;
+* 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
+  was cancelled (then also `meta.a2c_cancelled: true`);
+* 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
+* 4005 the confirm callback refused (or failed).
+
+The timeout covers confirmation and the MCP request; the MCP request is cancelled
+(`notifications/cancelled`) on timeout and on cancel.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+import uuid
+from typing import Any, Callable
+
+import attrs
+
+from ..protocol.errors import ErrorCode, NotFoundError
+from ..protocol.models import CallToolResult
+from .catalog import ToolCatalog, ToolRoute
+from .history import ToolCallHistory, ToolCallRecord
+from .inflight import InFlightCalls
+from .manager import WAIT_GRACE, ServerManager
+from .mcp_adapter import McpFailure
+from .server_connection import ServerUnavailable
+
+log = logging.getLogger(__name__)
+
+#: Used by `Computer.call_tool` when no timeout is given.
+DEFAULT_TOOL_TIMEOUT = 60.0
+
+
+@attrs.frozen
+class PendingToolCall:
+    """What a `confirm` callback is asked to approve."""
+
+    req_id: str
+    #: The name the caller used (alias if any).
+    name: str
+    server: str
+    #: The MCP server's own name for the tool.
+    tool: str
+    params: dict[str, Any]
+
+
+ConfirmCallback = Callable[[PendingToolCall], bool]
+
+
+class ToolCaller:
+    def __init__(
+        self,
+        manager: ServerManager,
+        catalog: Callable[[], ToolCatalog],
+        confirm: ConfirmCallback | None,
+        history: ToolCallHistory,
+    ) -> None:
+        self._manager = manager
+        self._catalog = catalog
+        self._confirm = confirm
+        self._history = history
+        self._in_flight = InFlightCalls()
+
+    def call(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None = None) -> CallToolResult:
+        if not isinstance(params, dict):
+            raise TypeError(f"params must be a dict, got {type(params).__name__}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        req_id = req_id or uuid.uuid4().hex
+        catalog = self._catalog()
+        route = catalog.routes.get(name)
+        if route is None:
+            return _unroutable(catalog, name)
+        started = time.time()
+        deadline = time.monotonic() + timeout
+        result = self._confirmed_call(route, params, timeout, deadline, req_id)
+        self._history.append(
+            ToolCallRecord(
+                req_id=req_id,
+                server=route.server,
+                tool=name,
+                timestamp=started,
+                ok=not result.is_error,
+                error_code=result.error_code,
+            )
+        )
+        return result
+
+    def cancel(self, req_id: str) -> bool:
+        """Cancel the call(s) of `req_id` (or the one that arrives later with it)."""
+        return self._in_flight.cancel(req_id)
+
+    def _confirmed_call(
+        self, route: ToolRoute, params: dict[str, Any], timeout: float, deadline: float, req_id: str
+    ) -> CallToolResult:
+        if self._confirm is not None and not route.auto_apply:
+            refusal = self._ask_confirmation(PendingToolCall(req_id, route.exposed, route.server, route.tool, params))
+            if refusal is not None:
+                return refusal
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return _timed_out(route.exposed, timeout)
+        try:
+            future = self._manager.submit_call(route.server, route.tool, params, remaining)
+        except NotFoundError:  # removed since the catalog was read
+            return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {route.exposed!r}")
+        self._in_flight.register(req_id, future)
+        try:
+            return future.result(remaining + WAIT_GRACE)
+        except concurrent.futures.CancelledError:
+            return _cancelled(route.exposed)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            return _timed_out(route.exposed, timeout)
+        except ServerUnavailable as exc:
+            return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
+        except McpFailure as exc:
+            return CallToolResult.failure(
+                ErrorCode.TOOL_EXECUTION_FAILED, f"tool {route.exposed!r} failed: {exc.message}"
+            )
+        finally:
+            self._in_flight.unregister(req_id, future)
+
+    def _ask_confirmation(self, pending: PendingToolCall) -> CallToolResult | None:
+        assert self._confirm is not None
+        try:
+            approved = self._confirm(pending)
+        except Exception as exc:
+            log.warning("confirm callback failed for %s: %r", pending.name, exc)
+            return CallToolResult.failure(
+                ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation, which failed: {exc}"
+            )
+        if approved is True:
+            return None
+        return CallToolResult.failure(
+            ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation and it was refused"
+        )
+
+
+def _unroutable(catalog: ToolCatalog, name: str) -> CallToolResult:
+    if name in catalog.forbidden:
+        return CallToolResult.failure(
+            ErrorCode.TOOL_DISABLED,
+            f"tool {name!r} is forbidden by the configuration of MCP server {catalog.forbidden[name]!r}",
+        )
+    if name in catalog.unavailable:
+        return CallToolResult.failure(
+            ErrorCode.TOOL_EXECUTION_FAILED,
+            f"tool {name!r} is unavailable: its MCP server {catalog.unavailable[name]!r} is restarting",
+        )
+    return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {name!r}")
+
+
+def _timed_out(name: str, timeout: float) -> CallToolResult:
+    return CallToolResult.failure(
+        ErrorCode.TOOL_TIMEOUT, f"tool {name!r} timed out after {timeout:g}s", timeout=True, a2c_timeout=True
+    )
+
+
+def _cancelled(name: str) -> CallToolResult:
+    return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {name!r} was cancelled", a2c_cancelled=True)

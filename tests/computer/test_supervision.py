@@ -1,0 +1,194 @@
+"""MCP servers come and go; the Computer stays: crashes, failed starts, restarts with
+backoff, tool-list changes, runtime configuration, noisy stderr."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import psutil
+import pytest
+
+from smcp_sync.computer import Computer, ServerState
+from smcp_sync.protocol import CallToolResult, ErrorCode
+
+from .helpers import TOOL_SERVER, CallLogs, EventLog, stdio_config, wait_until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _names(computer: Computer) -> list[str]:
+    return [tool.name for tool in computer.tools()]
+
+
+def _child_pids() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE}
+
+
+def test_killing_the_stdio_child_mid_call_fails_the_call_then_the_server_comes_back(
+    computer_factory: Any, call_logs: CallLogs
+) -> None:
+    events = EventLog()
+    computer = computer_factory(stdio_config("victim", env=call_logs.env), stdio_config("bystander", "--prefix", "b_"))
+    computer.add_listener(events)
+    results: list[CallToolResult] = []
+    caller = threading.Thread(target=lambda: results.append(computer.call_tool("sleep", {"seconds": 50.5}, timeout=20)))
+    caller.start()
+    call_logs.wait_started(50.5)
+    child = _server_process(call_logs)
+    started = time.monotonic()
+    child.kill()
+    caller.join(10)
+    assert time.monotonic() - started < 5.0, "the call must fail promptly, not wait out its timeout"
+    [result] = results
+    assert result.is_error and result.error_code == ErrorCode.TOOL_EXECUTION_FAILED
+    assert "closed" in result.text
+
+    # its tools disappear meanwhile (the bystander's stay), then come back
+    events.wait_for(lambda e: e.server == "victim" and e.kind == "disconnected")
+    events.wait_for(lambda e: e.server == "victim" and e.kind == "connected" and e.status.generation == 2)
+    assert computer.server_statuses()[0].state is ServerState.RUNNING
+    assert "echo" in _names(computer) and "b_echo" in _names(computer)
+    assert computer.call_tool("echo", {"text": "back"}, timeout=10).text == "back"
+    assert computer.call_tool("b_echo", {"text": "untouched"}, timeout=10).text == "untouched"
+    assert "disconnected" not in events.kinds("bystander")  # the bystander never went down
+
+
+def _server_process(call_logs: CallLogs) -> psutil.Process:
+    """The tool_server child whose `sleep` started (found by its open log file's env)."""
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.environ().get("SMCP_TEST_STARTED_LOG") == str(call_logs.started):
+                return child
+        except psutil.Error:
+            continue
+    raise AssertionError("no tool_server child with the call log in its environment")
+
+
+def test_a_server_that_crashes_by_itself_is_restarted_and_its_tools_return(computer_factory: Any) -> None:
+    events = EventLog()
+    computer = computer_factory(stdio_config("tools"))
+    computer.add_listener(events)
+    crashed = computer.call_tool("crash", {}, timeout=10)
+    assert crashed.is_error and crashed.error_code == ErrorCode.TOOL_EXECUTION_FAILED
+    gone = events.wait_for(lambda e: e.kind == "disconnected")
+    assert gone.status.state is ServerState.RESTARTING and "process exited" in gone.status.error
+    back = events.wait_for(lambda e: e.kind == "connected" and e.status.generation == 2)
+    assert back.status.error is None
+    assert computer.call_tool("add", {"a": 1, "b": 2}, timeout=10).text == "3"
+
+
+def test_a_call_to_a_restarting_servers_tool_is_4003_not_unknown(computer_factory: Any, tmp_path: Any) -> None:
+    # a server that dies on every start after the first: stays "restarting"
+    flag = tmp_path / "started-once"
+    wrapper = tmp_path / "flaky.py"
+    wrapper.write_text(
+        "import os, sys, runpy\n"
+        f"flag = {str(flag)!r}\n"
+        "if os.path.exists(flag): sys.exit(7)\n"
+        "open(flag, 'w').close()\n"
+        f"sys.argv = [{TOOL_SERVER!r}]\n"
+        f"runpy.run_path({TOOL_SERVER!r}, run_name='__main__')\n"
+    )
+    events = EventLog()
+    computer = computer_factory(
+        {"name": "flaky", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [str(wrapper)]}}
+    )
+    computer.add_listener(events)
+    assert "echo" in _names(computer)
+    computer.call_tool("crash", {}, timeout=10)
+    events.wait_for(lambda e: e.kind == "disconnected")
+    assert "echo" not in _names(computer)
+    result = computer.call_tool("echo", {"text": "x"}, timeout=5)
+    assert result.error_code == ErrorCode.TOOL_EXECUTION_FAILED and "restarting" in result.text
+    assert computer.call_tool("no_such_tool", {}, timeout=5).error_code == ErrorCode.TOOL_NOT_FOUND
+    diagnostics = computer.get_config().diagnostics
+    assert any("'flaky' is restarting" in d for d in diagnostics)
+
+
+def test_a_server_that_cannot_start_does_not_take_the_computer_down(computer_factory: Any) -> None:
+    broken = {"name": "broken", "type": "stdio", "server_parameters": {"command": "/nonexistent/mcp-server"}}
+    refused = {"name": "refused", "type": "streamable", "server_parameters": {"url": "http://127.0.0.1:9/mcp"}}
+    computer = computer_factory(broken, refused, stdio_config("good"))
+    states = {s.name: s for s in computer.server_statuses()}
+    assert states["good"].state is ServerState.RUNNING
+    assert states["broken"].state is ServerState.RESTARTING
+    assert "No such file or directory" in states["broken"].error and "/nonexistent" not in states["broken"].error
+    assert states["refused"].state is ServerState.RESTARTING
+    assert computer.call_tool("echo", {"text": "fine"}, timeout=10).text == "fine"
+    # still retrying, with backoff (not a busy loop)
+    assert computer.servers.status("broken").state is ServerState.RESTARTING
+
+
+def test_tools_list_changed_refreshes_the_list_and_emits_an_event(computer_factory: Any) -> None:
+    events = EventLog()
+    computer = computer_factory(stdio_config("tools"))
+    computer.add_listener(events)
+    assert computer.call_tool("add_tool", {"name": "dynamic"}, timeout=10).text == "added dynamic"
+    events.wait_for(lambda e: e.kind == "tools_changed")
+    wait_until(lambda: "dynamic" in _names(computer), what="the new tool in the list")
+    assert computer.call_tool("dynamic", {"x": 1}, timeout=10).text == 'dynamic called with {"x": 1}'
+    computer.call_tool("remove_tool", {"name": "dynamic"}, timeout=10)
+    wait_until(lambda: "dynamic" not in _names(computer), what="the tool gone from the list")
+    assert computer.call_tool("dynamic", {}, timeout=5).error_code == ErrorCode.TOOL_NOT_FOUND
+
+
+def test_servers_are_added_updated_and_removed_at_runtime(computer_factory: Any) -> None:
+    events = EventLog()
+    computer = computer_factory(stdio_config("first"))
+    computer.add_listener(events)
+    status = computer.add_server(stdio_config("second", "--prefix", "s_"))
+    assert status.state is ServerState.RUNNING
+    assert _names(computer)[:1] == ["echo"] and "s_echo" in _names(computer)
+    # update: same name, new config (a prefix) -> restarted with it, keeps its place
+    computer.add_server(stdio_config("first", "--prefix", "f_"))
+    assert _names(computer)[0] == "f_echo" and "echo" not in _names(computer)
+    assert [s.name for s in computer.server_statuses()] == ["first", "second"]
+    computer.remove_server("first")
+    assert all(name.startswith("s_") for name in _names(computer))
+    assert [s.name for s in computer.server_statuses()] == ["second"]
+    assert events.wait_for(lambda e: e.kind == "config_changed" and e.server == "first")
+
+
+def test_disabled_servers_are_not_started_and_cannot_be(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("off", disabled=True), stdio_config("on", "--prefix", "on_"))
+    off = computer.servers.status("off")
+    assert off.state is ServerState.DISABLED and off.generation == 0
+    assert all(name.startswith("on_") for name in _names(computer))
+    with pytest.raises(Exception, match="disabled"):
+        computer.start_server("off")
+
+
+def test_start_stop_restart_one_server(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("a"), stdio_config("b", "--prefix", "b_"))
+    pids_before = _child_pids()
+    stopped = computer.stop_server("a")
+    assert stopped.state is ServerState.STOPPED
+    assert not any(name in _names(computer) for name in ("echo", "add"))
+    assert len(_child_pids()) == len(pids_before) - 1  # its child is gone
+    assert computer.call_tool("echo", {}, timeout=5).error_code == ErrorCode.TOOL_NOT_FOUND
+    assert computer.start_server("a").state is ServerState.RUNNING
+    assert "echo" in _names(computer)
+    restarted = computer.restart_server("b")
+    assert restarted.state is ServerState.RUNNING and restarted.generation == 2
+    assert computer.call_tool("b_add", {"a": 2, "b": 2}, timeout=10).text == "4"
+
+
+def test_heavy_stderr_never_blocks_the_server(computer_factory: Any) -> None:
+    # 256 KB at startup and on every call: far beyond a pipe buffer (64 KB)
+    computer = computer_factory(stdio_config("noisy", "--noisy-stderr", "256"))
+    for i in range(5):
+        assert computer.call_tool("echo", {"text": str(i)}, timeout=10).text == str(i)
+
+
+def test_close_leaves_no_thread_or_child_process_behind(no_leaks: None) -> None:
+    # no_leaks checks threads and children after the test body
+    computer = Computer("closing", [stdio_config("a"), stdio_config("b", "--prefix", "b_")]).start()
+    assert len(computer.tools()) == 20
+    computer.call_tool("sleep", {"seconds": 0.01}, timeout=5)
+    computer.close()
+    computer.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        computer.call_tool("echo", {"text": "x"}, timeout=5)
