@@ -13,9 +13,9 @@ import sys
 from typing import Sequence
 
 from .._version import __version__
-from . import demo
+from . import demo, server
 
-COMMANDS = (demo,)
+COMMANDS = (demo, server)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

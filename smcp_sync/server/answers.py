@@ -1,0 +1,71 @@
+"""How every Server handler answers: payload validation in, coded answers out.
+
+A handler body raises `SMCPError` for a refusal; the guards here turn it into the answer
+the event's caller expects (the spec's error object, or the two-value join/leave ack),
+turn any other exception into a 500 without a stack trace on the wire, and keep the
+handler thread alive whatever happens.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any, Callable, TypeVar
+
+from ..protocol.codec import from_wire
+from ..protocol.conventions import join_refusal
+from ..protocol.errors import BadRequestError, ErrorCode, InternalError, SMCPError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Handler = Callable[..., Any]
+
+#: Refusals worth a warning (spec/security.md: permission and isolation violations).
+_SECURITY_CODES = frozenset(
+    {
+        ErrorCode.UNAUTHORIZED,
+        ErrorCode.FORBIDDEN,
+        ErrorCode.ROOM_FULL,
+        ErrorCode.ROOM_NOT_FOUND,
+        ErrorCode.NOT_IN_ROOM,
+        ErrorCode.CROSS_ROOM_ACCESS,
+    }
+)
+
+
+def parse_payload(model: type[T], args: tuple[Any, ...]) -> T:
+    """The event's single payload argument as `model`; 400 naming the field otherwise."""
+    if len(args) != 1:
+        raise BadRequestError(
+            f"expected exactly one payload object, got {len(args)} arguments",
+            details={"arguments": len(args)},
+        )
+    return from_wire(model, args[0])
+
+
+def answer_with_error_object(event: str) -> Callable[[Handler], Handler]:
+    """For request/response events: the body's result on success, `{"error": {...}}` on refusal."""
+    return functools.partial(_guard, event, on_success=lambda result: result, on_error=lambda err: err.to_wire())
+
+
+def answer_with_join_ack(event: str) -> Callable[[Handler], Handler]:
+    """For join/leave: `(True, None)` on success, `(False, "[code] message")` on refusal."""
+    return functools.partial(_guard, event, on_success=lambda _: (True, None), on_error=join_refusal)
+
+
+def _guard(event: str, body: Handler, *, on_success: Callable[[Any], Any], on_error: Callable[[SMCPError], Any]) -> Handler:
+    @functools.wraps(body)
+    def handler(sid: str, *args: Any) -> Any:
+        try:
+            result = body(sid, *args)
+        except SMCPError as err:
+            level = logging.WARNING if err.code in _SECURITY_CODES else logging.INFO
+            logger.log(level, "refused %s from %s: %s", event, sid, err)
+            return on_error(err)
+        except Exception:
+            logger.exception("%s from %s failed", event, sid)
+            return on_error(InternalError(f"internal server error while handling {event}"))
+        return on_success(result)
+
+    return handler

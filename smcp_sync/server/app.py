@@ -1,0 +1,174 @@
+"""`SMCPServer`: the A2C-SMCP signaling Server on python-socketio's threading-mode Server.
+
+It wires the handler groups (membership, broadcasts, routing) to the `/smcp` namespace
+and offers three ways to run: as a WSGI app inside another server (`wsgi_app`,
+`mount(app)`), embedded in a background thread (`start()` / `stop()`), or as a
+production server in the foreground (`serve()`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import socketio
+
+from ..protocol import conventions, events
+from ..protocol.errors import NotFoundError
+from ..protocol.events import NAMESPACE
+from .answers import answer_with_error_object, answer_with_join_ack
+from .auth import AuthProvider, as_provider
+from .background_http import BackgroundHTTPServer
+from .broadcasts import Broadcasts
+from .engine import SocketIOServer
+from .gunicorn_runner import GunicornServer
+from .membership import Membership
+from .offices import Offices
+from .pending import PendingCalls
+from .registry import InMemoryRegistry, OfficeRegistry
+from .routing import Router
+
+logger = logging.getLogger(__name__)
+
+#: Engine.IO's default (1 MB) drops the connection on one big tool result or document page.
+DEFAULT_MAX_HTTP_BUFFER_SIZE = 16 * 1024 * 1024
+#: Worker threads of `serve()`; each open connection holds one.
+DEFAULT_SERVE_THREADS = 100
+#: How long `stop()` waits for connection threads to finish.
+STOP_TIMEOUT = 5.0
+
+_FIXED_OPTIONS = {"async_mode": "threading", "async_handlers": True}
+
+
+class SMCPServer:
+    """The Server role: sessions, offices, routing of `client:*`, `notify:*` fan-out.
+
+    `auth` is an `AuthProvider`, an API key (shortcut for `APIKeyAuth(key)`), or None to
+    accept every client. `registry` replaces the in-memory office registry (e.g. one
+    shared by several processes). Other keyword arguments go to `socketio.Server`
+    (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); the threading mode
+    with `async_handlers` is fixed.
+    """
+
+    def __init__(
+        self,
+        auth: AuthProvider | str | None = None,
+        *,
+        registry: OfficeRegistry | None = None,
+        request_timeout: float = conventions.DEFAULT_REQUEST_TIMEOUT,
+        tool_call_buffer: float = conventions.SERVER_TIMEOUT_BUFFER,
+        max_http_buffer_size: int = DEFAULT_MAX_HTTP_BUFFER_SIZE,
+        **socketio_options: Any,
+    ) -> None:
+        if request_timeout <= 0 or tool_call_buffer < 0:
+            raise ValueError("request_timeout must be > 0 and tool_call_buffer >= 0")
+        for key, required in _FIXED_OPTIONS.items():
+            if socketio_options.get(key, required) != required:
+                raise ValueError(f"SMCPServer needs {key}={required!r}")
+        options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
+        self.sio = SocketIOServer(max_http_buffer_size=max_http_buffer_size, **options)
+        self.registry = registry if registry is not None else InMemoryRegistry()
+        self.pending = PendingCalls()
+        offices = Offices(self.sio, self.registry)
+        membership = Membership(offices, as_provider(auth), on_session_gone=self.pending.peer_gone)
+        broadcasts = Broadcasts(offices)
+        router = Router(offices, self.pending, request_timeout, tool_call_buffer)
+
+        self.sio.on("connect", membership.connect, namespace=NAMESPACE)
+        self.sio.on("disconnect", membership.disconnect, namespace=NAMESPACE)
+        self._handle(events.JOIN_OFFICE, membership.join, answer_with_join_ack)
+        self._handle(events.LEAVE_OFFICE, membership.leave, answer_with_join_ack)
+        self._handle(events.LIST_ROOM, membership.list_room)
+        self._handle(events.CANCEL_TOOL_CALL, broadcasts.cancel_tool_call)
+        for event in events.UPDATE_TO_NOTIFICATION:
+            self._handle(event, broadcasts.update_handler(event))
+        for event in events.CLIENT_EVENTS:
+            self._handle(event, router.handler_for(event))
+        self.sio.on("*", _refuse_unknown_event, namespace=NAMESPACE)
+
+        self.wsgi_app = socketio.WSGIApp(self.sio)
+        self._lock = threading.Lock()
+        self._http: BackgroundHTTPServer | None = None
+        self._stopped = False
+
+    def _handle(self, event: str, body: Any, answer: Any = answer_with_error_object) -> None:
+        self.sio.on(event, answer(event)(body), namespace=NAMESPACE)
+
+    # -- running inside another WSGI server ------------------------------------------------
+
+    def mount(self, app: Any) -> socketio.WSGIApp:
+        """A WSGI app serving Socket.IO at ``/socket.io`` and everything else with `app`
+        (Flask: ``flask_app.wsgi_app = server.mount(flask_app.wsgi_app)``; Django:
+        ``application = server.mount(get_wsgi_application())``)."""
+        return socketio.WSGIApp(self.sio, app)
+
+    # -- embedded: a background thread ------------------------------------------------------
+
+    def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve from background threads (werkzeug); return the bound URL, e.g.
+        ``http://127.0.0.1:54321``. For tests, notebooks, demos and embedding."""
+        with self._lock:
+            if self._http is not None:
+                raise RuntimeError(f"already serving on {self._http.url}")
+            if self._stopped:
+                raise RuntimeError("a stopped SMCPServer cannot be started again; create a new one")
+            self._http = BackgroundHTTPServer(self.wsgi_app, host, port)
+            self._http.start()
+            logger.info("SMCP server listening on %s", self._http.url)
+            return self._http.url
+
+    @property
+    def url(self) -> str | None:
+        """The URL `start()` bound, while serving."""
+        http = self._http
+        return http.url if http is not None else None
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Stop what `start()` began and join its threads: stop accepting, drop every
+        connection (clients see a lost transport), end Engine.IO's background threads.
+        Safe to call twice."""
+        with self._lock:
+            http, self._http = self._http, None
+            self._stopped = True
+        if http is not None:
+            http.stop_accepting(timeout)
+        self.drop_connections()
+        if http is not None:
+            stuck = http.join_connections(timeout)
+            if stuck:
+                logger.warning("connection threads still running after %.1f s: %s", timeout, stuck)
+
+    def drop_connections(self) -> None:
+        """Drop every Socket.IO connection now and stop Engine.IO's background threads.
+        Each dropped session leaves its office (notifications go out) and its pending
+        forwarded calls fail at once."""
+        self.sio.eio.drop_all_connections()
+        self.sio.shutdown()
+
+    def __enter__(self) -> SMCPServer:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    # -- foreground: production ---------------------------------------------------------------
+
+    def serve(self, host: str = "127.0.0.1", port: int = 8000, *, threads: int = DEFAULT_SERVE_THREADS, on_ready: Any = None) -> None:
+        """Serve in the foreground under gunicorn (`gthread` worker, one process) until
+        Ctrl-C or SIGTERM. Call from the main thread. `on_ready(url)` is called once the
+        socket is bound. See `gunicorn_runner` for why gunicorn."""
+        GunicornServer(
+            self.wsgi_app,
+            host=host,
+            port=port,
+            threads=threads,
+            drop_connections=self.drop_connections,
+            on_ready=on_ready,
+        ).serve()
+
+
+def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:
+    """Answer events the Server does not handle, so a caller never waits for nothing."""
+    logger.info("refused unknown event %r from %s", event, sid)
+    return NotFoundError(f"unknown event {event!r}", details={"event": event}).to_wire()

@@ -1,0 +1,106 @@
+"""`SMCPServer.start()`'s HTTP side: werkzeug's threaded WSGI server in a background thread.
+
+werkzeug is the server that can both run inside a thread of another program (a test, a
+notebook, the demo) and hand the raw socket to simple-websocket for the websocket
+upgrade in threading mode (DESIGN §7). Its stock version neither remembers its
+per-connection threads nor logs through our logger, so this one does both: `stop()` can
+then join every thread it started, with a deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from typing import Any
+
+from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+
+logger = logging.getLogger(__name__)
+
+_LOG_LEVELS = {"error": logging.WARNING, "warning": logging.WARNING, "info": logging.DEBUG}
+
+
+class _RequestHandler(WSGIRequestHandler):
+    """Request lines go to our logger at DEBUG instead of werkzeug's stderr handler."""
+
+    def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
+        # Engine.IO ends a websocket by raising ConnectionError (its werkzeug mode). Close
+        # the TCP connection then: otherwise werkzeug keeps it alive, reads the client's
+        # websocket close frame as an HTTP request, and the client waits ~3 s for a reply.
+        self.close_connection = True
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        logger.log(_LOG_LEVELS.get(type, logging.DEBUG), "%s " + message, self.address_string(), *args)
+
+
+class _TrackingWSGIServer(ThreadedWSGIServer):
+    def __init__(self, host: str, port: int, app: Any) -> None:
+        super().__init__(host, port, app, handler=_RequestHandler)
+        self._connections_lock = threading.Lock()
+        self._connections: dict[threading.Thread, socket.socket] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"smcp-http-{client_address[1]}",
+            daemon=True,
+        )
+        with self._connections_lock:
+            self._connections = {t: s for t, s in self._connections.items() if t.is_alive()}
+            self._connections[thread] = request
+        thread.start()
+
+    def connections(self) -> dict[threading.Thread, socket.socket]:
+        with self._connections_lock:
+            return dict(self._connections)
+
+
+class BackgroundHTTPServer:
+    """Serve `app` on (host, port) from a background thread until `stop()`."""
+
+    def __init__(self, app: Any, host: str, port: int) -> None:
+        self._server = _TrackingWSGIServer(host, port, app)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="smcp-http-accept", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop_accepting(self, timeout: float) -> None:
+        """Stop taking new connections (existing ones keep being served)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._thread.join(timeout)
+
+    def join_connections(self, timeout: float) -> list[str]:
+        """Wait for the connection threads; after half the time, cut the sockets of those
+        still open (idle keep-alive connections). Returns the names of threads that
+        outlived `timeout`."""
+        deadline = time.monotonic() + timeout
+        cut_at = time.monotonic() + timeout / 2
+        for thread in self._server.connections():
+            thread.join(max(0.0, cut_at - time.monotonic()))
+        for thread, sock in self._server.connections().items():
+            if thread.is_alive():
+                _shutdown_socket(sock)
+        for thread in self._server.connections():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._server.server_close()
+        return [t.name for t in self._server.connections() if t.is_alive()]
+
+
+def _shutdown_socket(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed by the other side
+        pass

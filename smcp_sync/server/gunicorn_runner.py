@@ -1,0 +1,92 @@
+"""`SMCPServer.serve()`: the Server under gunicorn with the `gthread` worker.
+
+Why gunicorn/gthread: among the WSGI servers that can hand the raw socket to
+simple-websocket (needed for the websocket upgrade in threading mode), it is the one
+built for production — a supervising master, worker restarts, signal handling — and it
+closes client connections promptly (DESIGN §7). Waitress and cheroot cannot upgrade;
+werkzeug is a development server.
+
+Exactly one worker process: sessions, offices and pending calls live in that process
+(several processes need a shared registry and a message queue). Each open connection
+occupies one worker thread, so `threads` caps concurrent connections.
+
+Shutdown: Ctrl-C (SIGINT), SIGQUIT and SIGTERM all end within about a second: the worker
+first drops every Socket.IO connection. Clients see a lost transport, not a
+server-initiated disconnect, so they reconnect once a Server is back (a restart keeps
+Computers and Agents coming back).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Any, Callable
+
+from gunicorn.app.base import BaseApplication
+
+logger = logging.getLogger(__name__)
+
+
+class GunicornServer(BaseApplication):
+    def __init__(
+        self,
+        app: Any,
+        *,
+        host: str,
+        port: int,
+        threads: int,
+        drop_connections: Callable[[], None],
+        on_ready: Callable[[str], Any] | None = None,
+    ) -> None:
+        self._app = app
+        self._options = {
+            "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
+            "workers": 1,
+            "worker_class": "gthread",
+            "threads": threads,
+            "graceful_timeout": 10,
+            "post_worker_init": lambda worker: _drop_connections_on_stop_signals(drop_connections),
+            "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
+            # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
+            # embedded server should create no files and no extra management interface.
+            "control_socket_disable": True,
+        }
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            if key in self.cfg.settings:  # settings newer than the installed gunicorn are skipped
+                self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        return self._app
+
+    def serve(self) -> None:
+        """Run until a signal stops gunicorn; returns normally on a clean stop."""
+        try:
+            self.run()
+        except SystemExit as exc:
+            if exc.code not in (0, None):
+                raise
+
+
+def _drop_connections_on_stop_signals(drop_connections: Callable[[], None]) -> None:
+    """In the worker: before gunicorn's own handler, drop the Socket.IO connections.
+
+    Otherwise each open websocket keeps a worker thread busy: SIGTERM would wait out the
+    grace period, and SIGINT/SIGQUIT would hang in the interpreter's exit, which joins
+    the thread pool, until the master kills the worker. Dropping is a few in-memory
+    operations per connection, so it runs right in the handler.
+    """
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+        previous = signal.getsignal(signum)
+
+        def on_signal(received: int, frame: Any, previous: Any = previous) -> None:
+            try:
+                drop_connections()
+            except Exception:
+                logger.exception("dropping connections at shutdown failed")
+            if callable(previous):
+                previous(received, frame)
+
+        signal.signal(signum, on_signal)

@@ -1,0 +1,131 @@
+"""Sessions entering and leaving offices: connect, disconnect, join, leave, list_room.
+
+Handlers of one client run concurrently (DESIGN §7), so every membership change of a sid
+— registry update, Socket.IO room change, notifications — runs under that sid's lock:
+otherwise a join racing a leave could leave the socket in a room the registry no longer
+lists. The registry lock itself is never held while emitting.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import zlib
+from typing import Any, Callable, Mapping
+
+import socketio
+
+from ..protocol import events
+from ..protocol.codec import to_wire
+from ..protocol.errors import AuthError, ErrorCode, OfficeError
+from ..protocol.events import NAMESPACE
+from ..protocol.models import (
+    EnterOfficeNotification,
+    EnterOfficeReq,
+    LeaveOfficeNotification,
+    LeaveOfficeReq,
+    ListRoomReq,
+    ListRoomRet,
+    SessionInfo,
+)
+from .answers import parse_payload
+from .auth import AuthProvider
+from .office_rules import Session
+from .offices import Offices, office_room
+
+logger = logging.getLogger(__name__)
+
+
+class SidLocks:
+    """A fixed set of locks striped by sid: per-session serialisation without a
+    per-session object to create and clean up."""
+
+    def __init__(self, stripes: int = 64) -> None:
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    def __call__(self, sid: str) -> threading.Lock:
+        return self._locks[zlib.crc32(sid.encode()) % len(self._locks)]
+
+
+class Membership:
+    def __init__(self, offices: Offices, auth: AuthProvider | None, on_session_gone: Callable[[str], Any]) -> None:
+        self._offices = offices
+        self._registry = offices.registry
+        self._sio = offices.sio
+        self._auth = auth
+        self._on_session_gone = on_session_gone
+        self._locks = SidLocks()
+
+    def connect(self, sid: str, environ: Mapping[str, Any], auth: Any = None) -> None:
+        identity = self._authenticate(sid, environ, auth)
+        self._registry.add_session(sid)
+        if identity is not True:
+            self._sio.save_session(sid, {"identity": identity}, namespace=NAMESPACE)
+        logger.info("session %s connected", sid)
+
+    def disconnect(self, sid: str, reason: Any = None) -> None:
+        """Disconnect counts as leave. Runs on an Engine.IO thread: it must not raise."""
+        try:
+            with self._locks(sid):
+                left = self._registry.drop_session(sid)
+                if left is not None:
+                    self._announce_leave(left)
+        except Exception:
+            logger.exception("cleaning up session %s failed", sid)
+        gone = self._on_session_gone(sid)
+        logger.info("session %s disconnected (%s)%s", sid, reason, f"; failed {gone} pending calls" if gone else "")
+
+    def join(self, sid: str, *args: Any) -> None:
+        req = parse_payload(EnterOfficeReq, args)
+        with self._locks(sid):
+            outcome = self._registry.join(sid, req.role, req.name, req.office_id)
+            if not outcome.changed:
+                return
+            if outcome.left is not None:
+                self._sio.leave_room(sid, office_room(outcome.left.office_id), namespace=NAMESPACE)
+                self._announce_leave(outcome.left)
+            self._sio.enter_room(sid, office_room(req.office_id), namespace=NAMESPACE)
+            notice = EnterOfficeNotification(office_id=req.office_id, **{req.role: req.name})
+            self._offices.notify(req.office_id, events.ENTER_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=sid)
+        logger.info("%s %r (%s) joined office %r", req.role, req.name, sid, req.office_id)
+
+    def leave(self, sid: str, *args: Any) -> None:
+        req = parse_payload(LeaveOfficeReq, args)
+        with self._locks(sid):
+            left = self._registry.leave(sid, req.office_id)
+            self._sio.leave_room(sid, office_room(req.office_id), namespace=NAMESPACE)
+            self._announce_leave(left)
+
+    def list_room(self, sid: str, *args: Any) -> dict[str, Any]:
+        req = parse_payload(ListRoomReq, args)
+        caller = self._offices.agent(sid, req.agent)
+        if req.office_id != caller.office_id:
+            raise OfficeError(
+                "an agent may list only its own office",
+                code=ErrorCode.CROSS_ROOM_ACCESS,
+                details={"office_id": req.office_id},
+            )
+        sessions = [
+            SessionInfo(sid=m.sid, name=m.name, role=m.role, office_id=m.office_id)
+            for m in self._registry.members(req.office_id)
+        ]
+        return to_wire(ListRoomRet(sessions=sessions, req_id=req.req_id))
+
+    def _announce_leave(self, left: Session) -> None:
+        assert left.office_id is not None and left.role is not None
+        notice = LeaveOfficeNotification(office_id=left.office_id, **{left.role: left.name})
+        self._offices.notify(left.office_id, events.LEAVE_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=left.sid)
+        logger.info("%s %r (%s) left office %r", left.role, left.name, left.sid, left.office_id)
+
+    def _authenticate(self, sid: str, environ: Mapping[str, Any], auth: Any) -> Any:
+        if self._auth is None:
+            return True
+        try:
+            identity = self._auth.authenticate(environ, auth)
+        except Exception:
+            logger.exception("auth provider failed for session %s; refusing it", sid)
+            identity = False
+        if not identity:
+            logger.warning("refused connection %s from %s: authentication failed", sid, environ.get("REMOTE_ADDR"))
+            raise socketio.exceptions.ConnectionRefusedError(str(AuthError("authentication failed")))
+        return identity

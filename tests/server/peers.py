@@ -1,0 +1,94 @@
+"""Raw `socketio.Client`s playing Agent and Computer against a real Server.
+
+A `Peer` records every `notify:*` it receives and lets a test wait for one (condition
+variable, no sleeps) or check that none arrived.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+import socketio
+
+from smcp_sync.protocol.events import NAMESPACE, NOTIFY_EVENTS
+
+CALL_TIMEOUT = 5.0
+
+
+class Peer:
+    def __init__(self, url: str, *, auth: Any = None, transports: tuple[str, ...] = ("websocket",)) -> None:
+        self.client = socketio.Client(handle_sigint=False, reconnection=False)
+        self._cond = threading.Condition()
+        self.notices: list[tuple[str, Any]] = []
+        for event in NOTIFY_EVENTS:
+            self.client.on(event, self._recorder(event), namespace=NAMESPACE)
+        self.client.connect(url, namespaces=[NAMESPACE], auth=auth, transports=list(transports), wait_timeout=5)
+
+    @property
+    def sid(self) -> str:
+        return self.client.get_sid(NAMESPACE)
+
+    def call(self, event: str, *args: Any, timeout: float = CALL_TIMEOUT) -> Any:
+        # A tuple is sent as that many arguments (so `call(e)` sends none, `call(e, None)` a null).
+        return self.client.call(event, tuple(args), namespace=NAMESPACE, timeout=timeout)
+
+    def join(self, role: str, name: str, office_id: str) -> Any:
+        return self.call("server:join_office", {"role": role, "name": name, "office_id": office_id})
+
+    def leave(self, office_id: str) -> Any:
+        return self.call("server:leave_office", {"office_id": office_id})
+
+    def answer(self, event: str, handler: Callable[[Any], Any]) -> None:
+        """Play a Computer: answer `event` with `handler(payload)`."""
+        self.client.on(event, handler, namespace=NAMESPACE)
+
+    def wait_for(self, event: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> Any:
+        """The first recorded `event` whose payload has `fields`; waits for it."""
+
+        def found() -> Any:
+            for name, data in self.notices:
+                if name == event and all(data.get(k) == v for k, v in fields.items()):
+                    return data
+            return None
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout):
+                raise AssertionError(f"no {event} {fields} within {timeout}s; got {self.notices}")
+            return found()
+
+    def received(self, event: str | None = None) -> list[tuple[str, Any]]:
+        with self._cond:
+            return [(n, d) for n, d in self.notices if event is None or n == event]
+
+    def assert_quiet(self, settle: float = 0.3) -> None:
+        """No notification arrived, and none arrives within `settle` seconds (absence can
+        only be observed for a while)."""
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self.notices), settle)
+            assert not self.notices, f"unexpected notifications {self.notices}"
+
+    def clear(self) -> None:
+        with self._cond:
+            self.notices.clear()
+
+    def close(self) -> None:
+        self.client.disconnect()
+
+    def _recorder(self, event: str) -> Callable[[Any], None]:
+        def record(data: Any = None) -> None:
+            with self._cond:
+                self.notices.append((event, data))
+                self._cond.notify_all()
+
+        return record
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = CALL_TIMEOUT, interval: float = 0.01) -> None:
+    """For state with no event to wait on (e.g. the Server's registry after a disconnect)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(interval)

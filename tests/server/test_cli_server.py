@@ -1,0 +1,109 @@
+"""`smcp-sync server`: the production server (gunicorn gthread) in a child process."""
+
+from __future__ import annotations
+
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import socketio
+
+from smcp_sync.cli import main
+from smcp_sync.protocol.events import NAMESPACE
+
+from .peers import Peer
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "cli-key"
+
+
+class ServerProcess:
+    def __init__(self, *args: str) -> None:
+        command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())", "server", *args]
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.url = self._read_url(timeout=30)
+
+    def _read_url(self, timeout: float) -> str:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                self.kill()
+                pytest.fail("the server printed no URL in time")
+        line = self.proc.stdout.readline()
+        assert line.startswith("smcp-sync server listening on http://127.0.0.1:"), line + self.proc.stderr.read()
+        return line.split()[-1]
+
+    def stop(self, sig: int, timeout: float = 15) -> tuple[int, float]:
+        started = time.monotonic()
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout)
+        elapsed = time.monotonic() - started
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return code, elapsed
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def server_process(no_leaks):
+    started: list[ServerProcess] = []
+
+    def start(*args: str) -> ServerProcess:
+        started.append(ServerProcess(*args))
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig):
+    server = server_process("--port", "0", "--api-key", KEY)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        Peer(server.url, auth={"api_key": "wrong"})
+    computer = Peer(server.url, auth={"access_token": KEY}, transports=("polling", "websocket"))
+    agent = Peer(server.url, auth={"api_key": KEY})
+    try:
+        assert computer.join("computer", "c1", "o1") == (True, None)
+        assert agent.join("agent", "a1", "o1") == (True, None)
+        computer.answer("client:get_tools", lambda data: {"tools": [], "req_id": data["req_id"]})
+        assert agent.call("client:get_tools", {"agent": "a1", "req_id": "r", "computer": "c1"}) == {
+            "tools": [],
+            "req_id": "r",
+        }
+        dropped = threading.Event()
+        agent.client.on("disconnect", lambda reason=None: dropped.set(), namespace=NAMESPACE)
+        code, elapsed = server.stop(sig)
+        assert code == 0
+        assert elapsed < 8, f"shutdown took {elapsed:.1f}s"
+        assert dropped.wait(5)
+    finally:
+        computer.close()
+        agent.close()
+
+
+def test_api_key_can_come_from_the_environment_and_a_custom_field(server_process, monkeypatch):
+    monkeypatch.setenv("SMCP_API_KEY", KEY)
+    server = server_process("--port", "0", "--api-key-field", "token")
+    peer = Peer(server.url, auth={"token": KEY})
+    try:
+        assert peer.join("agent", "a1", "o1") == (True, None)
+    finally:
+        peer.close()
+    assert server.stop(signal.SIGTERM)[0] == 0
+
+
+@pytest.mark.parametrize("args", [["--threads", "0"], ["--request-timeout", "0"], ["--port", "70000"]])
+def test_bad_arguments_exit_2(args, capsys):
+    assert main(["server", *args]) == 2
+    assert "smcp-sync server:" in capsys.readouterr().err
