@@ -173,7 +173,8 @@ class Computer:
         """Call a tool by its exposed name. Failures are results, not exceptions: see
         `CallToolResult.error_code` (DESIGN §3). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
-        return self._caller.call(name, dict(params or {}), timeout, req_id)
+        arguments = dict(params) if isinstance(params, Mapping) else {} if params is None else params
+        return self._caller.call(name, arguments, timeout, req_id)
 
     def cancel_tool_call(self, req_id: str) -> bool:
         """Cancel the in-flight call `req_id` (its MCP request too); False if none was

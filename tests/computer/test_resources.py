@@ -1,0 +1,125 @@
+"""The generic resource primitives Desktop and Finder build on: capabilities, listing
+(all pages), reading, subscribing, completion, and resource notifications reaching a
+sync listener."""
+
+from __future__ import annotations
+
+import os
+import threading
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smcp_sync.computer import MCPServerError, ServerEvent
+from smcp_sync.protocol import (
+    CompletionArgument,
+    CompletionContext,
+    NotFoundError,
+    PromptReference,
+    ResourceTemplateReference,
+    TextResourceContents,
+)
+
+from .helpers import RESOURCE_SERVER, EventLog, stdio_config, write_state
+
+pytestmark = pytest.mark.timeout(60)
+
+COMPLETION_SERVER = os.path.join(os.path.dirname(__file__), "servers", "completion_server.py")
+RESOURCES = [
+    {"uri": "window://app/main", "name": "main", "text": "main window"},
+    {"uri": "window://app/side?priority=10", "name": "side", "text": "side"},
+    {"uri": "dpe://docs/a", "name": "doc a", "json": {"title": "A"}},
+    {"uri": "dpe://docs/a/pages/0", "name": "page", "text": "p0", "listed": False},
+    {"uri": "file:///notes.txt", "name": "notes", "text": "n"},
+]
+
+
+COMPLETING = {"name": "complete", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [COMPLETION_SERVER]}}
+
+
+@pytest.fixture
+def computer(computer_factory: Any, tmp_path: Path) -> Any:
+    state = tmp_path / "state.json"
+    write_state(state, RESOURCES)
+    return computer_factory(stdio_config("res", "--state", str(state), "--page-size", "2", script=RESOURCE_SERVER))
+
+
+def test_capabilities_are_recorded(computer: Any) -> None:
+    res = computer.servers.status("res").capabilities
+    assert res.resources and res.resources_subscribe and res.resources_list_changed
+    assert res.tools and not res.tools_list_changed and not res.completions
+    completing = computer.add_server(COMPLETING).capabilities
+    assert completing.completions and not completing.tools and not completing.resources
+
+
+def test_listing_follows_every_page_or_returns_one(computer: Any) -> None:
+    resources = computer.servers.list_resources("res", timeout=10)
+    assert [r.uri for r in resources] == [e["uri"] for e in RESOURCES if e.get("listed", True)]
+    assert resources[2].mime_type == "application/json"
+    page, cursor = computer.servers.list_resources_page("res", None, timeout=10)
+    assert [r.uri for r in page] == ["window://app/main", "window://app/side?priority=10"] and cursor == "2"
+    page, cursor = computer.servers.list_resources_page("res", "3", timeout=10)
+    assert [r.uri for r in page] == ["file:///notes.txt"] and cursor is None
+
+
+def test_reading_a_resource_and_an_unknown_one(computer: Any) -> None:
+    [contents] = computer.servers.read_resource("res", "dpe://docs/a/pages/0", timeout=10)
+    assert contents == TextResourceContents(uri="dpe://docs/a/pages/0", text="p0")
+    with pytest.raises(MCPServerError) as caught:
+        computer.servers.read_resource("res", "dpe://docs/nope", timeout=10)
+    assert caught.value.mcp_code == -32002 and "not found" in caught.value.message.lower()
+
+
+def test_notifications_reach_a_sync_listener(computer: Any) -> None:
+    events = EventLog()
+    computer.add_listener(events)
+    computer.servers.subscribe_resource("res", "window://app/main", timeout=10)
+    computer.call_tool("touch", {"uri": "window://app/main", "text": "changed"}, timeout=10)
+    updated = events.wait_for(lambda e: e.kind == "resource_updated")
+    assert (updated.server, updated.uri) == ("res", "window://app/main")
+    computer.call_tool("set_resources", {"resources": RESOURCES[:1]}, timeout=10)
+    changed = events.wait_for(lambda e: e.kind == "resources_list_changed")
+    assert changed.server == "res" and changed.status.capabilities.resources_subscribe
+    assert [r.uri for r in computer.servers.list_resources("res", timeout=10)] == ["window://app/main"]
+
+
+def test_a_burst_of_notifications_never_blocks_the_loop(computer: Any) -> None:
+    events = EventLog()
+    release = threading.Event()
+
+    def slow_listener(event: ServerEvent) -> None:
+        release.wait(5)  # a listener that blocks: the loop must not care
+        events(event)
+
+    computer.add_listener(slow_listener)
+    computer.servers.subscribe_resource("res", "dpe://docs/a", timeout=10)
+    assert computer.call_tool("burst", {"n": 200, "uri": "dpe://docs/a"}, timeout=10).text == "200 updated notification(s) sent"
+    assert len(computer.servers.list_resources("res", timeout=5)) == 4  # the loop is free
+    release.set()
+    events.wait_for(lambda e: sum(x.kind == "resource_updated" for x in events.events) == 200)
+
+
+def test_completion_values_and_errors(computer_factory: Any) -> None:
+    computer = computer_factory(COMPLETING)
+    ref = ResourceTemplateReference(uri="dpe://docs/{doc_ref}")
+    completion = computer.servers.complete("complete", ref, CompletionArgument(name="doc_ref", value="al"), None, timeout=10)
+    assert (completion.values, completion.total, completion.has_more) == (["alpha", "alpine"], 2, False)
+    with_context = computer.servers.complete(
+        "complete", ref, CompletionArgument(name="doc_ref", value="b"), CompletionContext(arguments={"page": "3"}), 10
+    )
+    assert with_context.values == ["beta@3"]
+    with pytest.raises(MCPServerError) as caught:
+        computer.servers.complete("complete", PromptReference(name="p"), CompletionArgument(name="x", value=""), None, 10)
+    assert caught.value.mcp_code == -32602
+
+
+def test_unknown_and_stopped_servers_are_clear_errors(computer: Any) -> None:
+    with pytest.raises(NotFoundError, match="no MCP server named 'ghost'"):
+        computer.servers.list_resources("ghost", timeout=5)
+    computer.stop_server("res")
+    with pytest.raises(MCPServerError) as caught:
+        computer.servers.read_resource("res", "window://app/main", timeout=5)
+    assert caught.value.details == {"mcp_server": "res", "state": "stopped"}
+    assert "MCP server 'res' is stopped" in caught.value.message

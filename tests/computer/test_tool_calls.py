@@ -1,0 +1,109 @@
+"""Tool calls: the confirm gate, history, many threads at once, callers that run an
+event loop (Jupyter), bad arguments."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any
+
+import pytest
+
+from smcp_sync.computer import PendingToolCall
+from smcp_sync.protocol import ErrorCode
+
+from .helpers import stdio_config
+
+pytestmark = pytest.mark.timeout(60)
+
+GATED = stdio_config("tools", tool_meta={"echo": {"auto_apply": True}})
+
+
+def test_without_a_confirm_callback_every_tool_runs(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("tools"))
+    assert computer.call_tool("add", {"a": 1, "b": 2}, timeout=10).text == "3"
+
+
+def test_confirm_is_asked_unless_auto_apply_and_a_refusal_is_4005(computer_factory: Any) -> None:
+    asked: list[PendingToolCall] = []
+
+    def confirm(call: PendingToolCall) -> bool:
+        asked.append(call)
+        return call.params.get("a") != 666
+
+    computer = computer_factory(GATED, confirm=confirm)
+    assert computer.call_tool("echo", {"text": "auto"}, timeout=10).text == "auto"
+    assert asked == []  # auto_apply: not asked
+    assert computer.call_tool("add", {"a": 1, "b": 2}, timeout=10, req_id="r1").text == "3"
+    assert asked == [PendingToolCall(req_id="r1", name="add", server="tools", tool="add", params={"a": 1, "b": 2})]
+    refused = computer.call_tool("add", {"a": 666, "b": 0}, timeout=10)
+    assert refused.is_error and refused.error_code == ErrorCode.TOOL_REQUIRES_CONFIRMATION
+    assert "refused" in refused.text
+
+
+def test_a_failing_confirm_callback_refuses_without_killing_anything(computer_factory: Any) -> None:
+    def confirm(call: PendingToolCall) -> bool:
+        raise RuntimeError("no operator")
+
+    computer = computer_factory(GATED, confirm=confirm)
+    failed = computer.call_tool("add", {"a": 1, "b": 2}, timeout=10)
+    assert failed.error_code == ErrorCode.TOOL_REQUIRES_CONFIRMATION and "no operator" in failed.text
+    assert computer.call_tool("echo", {"text": "ok"}, timeout=10).text == "ok"
+
+
+def test_time_spent_confirming_counts_against_the_timeout(computer_factory: Any) -> None:
+    slow_operator = threading.Event()
+    computer = computer_factory(GATED, confirm=lambda call: slow_operator.wait(0.6) or True)
+    result = computer.call_tool("add", {"a": 1, "b": 2}, timeout=0.5)
+    assert result.error_code == ErrorCode.TOOL_TIMEOUT and result.meta["a2c_timeout"] is True
+
+
+def test_history_keeps_the_last_calls_with_their_outcome(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("tools"), history_size=3)
+    computer.call_tool("echo", {"text": "1"}, timeout=10, req_id="a")
+    computer.call_tool("fail", {"message": "x"}, timeout=10, req_id="b")
+    computer.call_tool("sleep", {"seconds": 5}, timeout=0.2, req_id="c")
+    computer.call_tool("echo", {"text": "4"}, timeout=10, req_id="d")
+    computer.call_tool("unknown", {}, timeout=10, req_id="e")  # never routed: not recorded
+    records = computer.tool_call_history()
+    assert [(r.req_id, r.server, r.tool, r.ok, r.error_code) for r in records] == [
+        ("b", "tools", "fail", False, None),
+        ("c", "tools", "sleep", False, ErrorCode.TOOL_TIMEOUT),
+        ("d", "tools", "echo", True, None),
+    ]
+    assert records[0].timestamp <= records[1].timestamp <= records[2].timestamp
+
+
+def test_many_threads_call_tools_at_once(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("a"), stdio_config("b", "--prefix", "b_"))
+
+    def call(i: int) -> str:
+        tool = "echo" if i % 2 else "b_echo"
+        return computer.call_tool(tool, {"text": f"call-{i}"}, timeout=20).text
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+        results = list(pool.map(call, range(200)))
+    assert results == [f"call-{i}" for i in range(200)]
+    assert len(computer.tool_call_history()) == 10
+
+
+def test_works_from_a_thread_that_runs_an_event_loop(computer_factory: Any) -> None:
+    # a notebook's main thread runs a loop; our calls must not touch it
+    computer = computer_factory(stdio_config("tools"))
+
+    async def notebook_cell() -> str:
+        return computer.call_tool("echo", {"text": "from a cell"}, timeout=10).text
+
+    assert asyncio.run(notebook_cell()) == "from a cell"
+
+
+def test_bad_arguments_are_refused_clearly(computer_factory: Any) -> None:
+    computer = computer_factory(stdio_config("tools"))
+    with pytest.raises(TypeError, match="params must be a dict"):
+        computer.call_tool("echo", ["x"], timeout=10)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        computer.call_tool("echo", {"text": "x"}, timeout=0)
+    # wrong argument types reach the tool, which reports them as a tool error
+    result = computer.call_tool("add", {"a": "x", "b": 1}, timeout=10)
+    assert result.is_error and "invalid arguments" in result.text
