@@ -11,7 +11,7 @@ then the name of each event it receives, on stdout and serves until killed.
 Scripted events (all on `/smcp`):
 * ``server:join_office`` — refuses office ids starting with ``full-`` with
   ``"[4101] ..."``, with ``plain-`` with an uncoded message; else ``(True, None)``.
-* ``server:leave_office`` — ``(True, None)``.
+* ``server:leave_office`` — ``(True, None)``; ``server:list_room`` — an empty office.
 * ``test:echo`` → its payload; ``test:hang`` → answers when the server stops;
   ``test:whoami`` → ``{"sid", "office_id"}``; ``test:kick`` → the server disconnects the
   caller; ``test:ask`` ``{"event", "payload"}`` → ``{"answer": <the caller's answer to that event>}``.
@@ -54,6 +54,7 @@ class RawServer:
             "disconnect": self._disconnect,
             "server:join_office": self._join,
             "server:leave_office": self._leave,
+            "server:list_room": lambda sid, data: {"sessions": [], "req_id": data["req_id"]},
             "test:echo": lambda sid, data: data,
             "test:hang": lambda sid, data: self._stopping.wait(30),
             "test:whoami": lambda sid, data: {"sid": sid, "office_id": self.offices.get(sid)},

@@ -1,0 +1,260 @@
+"""`Agent`: the A2C-SMCP Agent role as a blocking, thread-safe Python object.
+
+Every method blocks until the answer (or its timeout) and may be called from many
+threads at once; nothing here needs `await`, so it works unchanged in Flask/Django
+views, scripts, worker threads and Jupyter cells (DESIGN §2).
+
+Caches: `tool_cache` holds each Computer's tools, kept current by the notifications
+(`enter_office`, `update_config`, `update_tool_list` re-fetch; `leave_office` drops),
+by every `get_tools` answer, and by a re-read of the office after `join_office` and
+after each automatic re-join. Desktops are fetched on demand by `get_desktop`; with
+`prefetch_desktop=True` the Agent also re-fetches a Computer's desktop when it enters
+or reports `update_desktop`, into `desktop_cache`. `update_finder` is only passed to
+callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from typing import Any, Callable, Mapping
+
+from ..connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_JOIN_TIMEOUT, Connection, NotConnectedError, ReconnectPolicy
+from ..protocol import events
+from ..protocol.errors import NotFoundError, OfficeError, SMCPError
+from ..protocol.models import (
+    CallToolResult,
+    Desktop,
+    GetComputerConfigReq,
+    GetComputerConfigRet,
+    GetDeskTopReq,
+    GetDeskTopRet,
+    GetToolsReq,
+    GetToolsRet,
+    ListRoomReq,
+    ListRoomRet,
+    SessionInfo,
+    SMCPTool,
+)
+from .cache import ComputerCache
+from .dispatcher import Dispatcher
+from .notifications import Notifications
+from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
+from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCalls
+
+logger = logging.getLogger(__name__)
+
+#: Seconds `close` waits for a notification callback that is still running.
+CALLBACK_STOP_TIMEOUT = 5.0
+#: Seconds a background refresh (after a notification, a join, a re-join) waits for its
+#: answer. Refreshes run on the dispatcher thread before the callbacks, so this bounds
+#: how long a Computer that does not answer can hold up notifications.
+REFRESH_TIMEOUT = 10.0
+
+_REFETCH_TOOLS = frozenset(
+    {events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_CONFIG_NOTIFICATION, events.UPDATE_TOOL_LIST_NOTIFICATION}
+)
+_REFETCH_DESKTOP = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_DESKTOP_NOTIFICATION})
+
+
+class Agent:
+    """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"api_key": key}``)."""
+
+    def __init__(
+        self,
+        name: str,
+        auth: Mapping[str, Any] | None = None,
+        *,
+        prefetch_desktop: bool = False,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+        max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+    ):
+        self.name = name
+        self.prefetch_desktop = prefetch_desktop
+        #: Each Computer's tools (tuples of `SMCPTool`), by computer name.
+        self.tool_cache: ComputerCache[tuple[SMCPTool, ...]] = ComputerCache()
+        #: Each Computer's desktop (tuples of window strings), filled with `prefetch_desktop`.
+        self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache()
+        self._connection = Connection("agent", name, auth=auth, reconnect=reconnect)
+        self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
+        self._notifications = Notifications(self._connection, self._dispatcher, self._react)
+        self._tool_calls = ToolCalls(self._connection, max_concurrent_calls)
+        self._connection.on_rejoined(lambda office_id: self._dispatcher.submit(self._resync))
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.name!r} url={self._connection.url!r} office={self.office_id!r}>"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connection.connected
+
+    @property
+    def office_id(self) -> str | None:
+        return self._connection.office_id
+
+    def connect(self, url: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+        """Connect to the Server at `url` (websocket). Raises `AuthError` when refused,
+        `NotConnectedError` when unreachable."""
+        self._dispatcher.start()
+        try:
+            self._connection.connect(url, timeout)
+        except BaseException:
+            self._dispatcher.stop(CALLBACK_STOP_TIMEOUT)
+            raise
+
+    def close(self) -> None:
+        """Disconnect and stop every thread the Agent started. Idempotent."""
+        self._connection.close()
+        self._tool_calls.close()
+        self._dispatcher.stop(CALLBACK_STOP_TIMEOUT)
+        self._clear_caches()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- office --------------------------------------------------------------------------
+
+    def join_office(self, office_id: str, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        """Join `office_id`; a refusal raises its `SMCPError` (4101: the office already has
+        an Agent). The tool cache then fills in the background from the office's
+        Computers; `get_tools` asks directly."""
+        self._connection.join_office(office_id, timeout)
+        self._clear_caches()
+        self._dispatcher.submit(self._resync)
+
+    def leave_office(self, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        self._connection.leave_office(timeout)
+        self._clear_caches()
+
+    def list_room(self, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> list[SessionInfo]:
+        """Every session (Agent and Computers) in the Agent's office."""
+        office_id = self.office_id
+        if office_id is None:
+            raise OfficeError("join an office before listing it", code=4103)
+        request = ListRoomReq(agent=self.name, req_id=new_req_id(), office_id=office_id)
+        return ask(self._connection, events.LIST_ROOM, request, ListRoomRet, timeout).sessions
+
+    # -- requests to a Computer -----------------------------------------------------------
+
+    def get_tools(self, computer: str, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> list[SMCPTool]:
+        """The Computer's tools (also stored in `tool_cache`)."""
+        ticket = self.tool_cache.ticket()
+        request = GetToolsReq(agent=self.name, req_id=new_req_id(), computer=computer)
+        tools = ask(self._connection, events.GET_TOOLS, request, GetToolsRet, timeout).tools
+        self.tool_cache.store(computer, tuple(tools), ticket)
+        return tools
+
+    def get_config(self, computer: str, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> GetComputerConfigRet:
+        request = GetComputerConfigReq(agent=self.name, req_id=new_req_id(), computer=computer)
+        return ask(self._connection, events.GET_CONFIG, request, GetComputerConfigRet, timeout)
+
+    def get_desktop(
+        self,
+        computer: str,
+        desktop_size: int | None = None,
+        window: str | None = None,
+        timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT,
+    ) -> list[Desktop]:
+        """The Computer's desktop: rendered windows, most relevant first; `desktop_size`
+        caps their number, `window` asks for one window URI."""
+        ticket = self.desktop_cache.ticket()
+        request = GetDeskTopReq(
+            agent=self.name, req_id=new_req_id(), computer=computer, desktop_size=desktop_size, window=window
+        )
+        desktops = ask(self._connection, events.GET_DESKTOP, request, GetDeskTopRet, timeout).desktops
+        if desktop_size is None and window is None and self.prefetch_desktop:
+            self.desktop_cache.store(computer, tuple(desktops), ticket)
+        return desktops
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    def call_tool(
+        self,
+        computer: str,
+        tool_name: str,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = DEFAULT_TOOL_TIMEOUT,
+    ) -> CallToolResult:
+        """Call `tool_name` on `computer` and wait for its result. A tool that fails
+        (unknown, disabled, raised, timed out on the Computer) is a result with
+        `is_error` and `error_code`; protocol failures raise `SMCPError`s; when no answer
+        comes within `timeout` + a buffer the call is cancelled and `SMCPTimeoutError`
+        raised."""
+        return self._tool_calls.call(computer, tool_name, params, timeout)
+
+    def submit_tool_call(
+        self,
+        computer: str,
+        tool_name: str,
+        params: Mapping[str, Any] | None = None,
+        timeout: float = DEFAULT_TOOL_TIMEOUT,
+    ) -> Future:
+        """`call_tool` in the background: a `concurrent.futures.Future` of the
+        `CallToolResult`, with the request's id as `future.req_id`."""
+        return self._tool_calls.submit(computer, tool_name, params, timeout)
+
+    def cancel_tool_call(self, req_id: str) -> None:
+        """Cancel a submitted call: dropped if not started yet, otherwise the Computer is
+        told to stop and the call answers with a cancelled (`is_error`) result."""
+        self._tool_calls.cancel(req_id)
+
+    # -- notifications ----------------------------------------------------------------------
+
+    def on(self, event_name: str, callback: Callable[[Any], Any]) -> None:
+        """Call `callback(notification)` for each `notify:*` event `event_name`; the
+        argument is the event's model (e.g. `EnterOfficeNotification`). Callbacks run one
+        at a time on the Agent's dispatcher thread, after the built-in cache update, and
+        may call the Agent."""
+        self._notifications.on(event_name, callback)
+
+    def _react(self, event: str, notification: Any) -> None:
+        computer = getattr(notification, "computer", None)
+        if computer is None:  # an Agent entering/leaving, a tool-call cancel
+            return
+        if event == events.LEAVE_OFFICE_NOTIFICATION:
+            self._forget(computer)
+            return
+        if event in _REFETCH_TOOLS:
+            self._refresh(computer, self.get_tools)
+        if event in _REFETCH_DESKTOP and self.prefetch_desktop:
+            self._refresh(computer, self.get_desktop)
+
+    def _resync(self) -> None:
+        """Re-read the office: cache every Computer present, forget those gone."""
+        try:
+            sessions = self.list_room(REFRESH_TIMEOUT)
+        except NotConnectedError:
+            return  # closing, or reconnecting: the re-join resyncs again
+        except SMCPError as exc:
+            logger.warning("agent %r could not list office %r: %s", self.name, self.office_id, exc)
+            return
+        present = {session.name for session in sessions if session.role == "computer"}
+        for computer in set(self.tool_cache.computers()) - present:
+            self._forget(computer)
+        for computer in sorted(present):
+            self._refresh(computer, self.get_tools)
+            if self.prefetch_desktop:
+                self._refresh(computer, self.get_desktop)
+
+    def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
+        try:
+            fetch(computer, timeout=REFRESH_TIMEOUT)
+        except (NotFoundError, OfficeError):
+            self._forget(computer)  # left, or we did: nothing to cache
+        except NotConnectedError:
+            pass  # closing, or reconnecting: the re-join resyncs
+        except SMCPError as exc:
+            logger.warning("agent %r could not refresh computer %r: %s", self.name, computer, exc)
+
+    def _forget(self, computer: str) -> None:
+        self.tool_cache.drop(computer)
+        self.desktop_cache.drop(computer)
+
+    def _clear_caches(self) -> None:
+        self.tool_cache.clear()
+        self.desktop_cache.clear()

@@ -1,0 +1,85 @@
+"""`Notifications`: `notify:*` events from the Server to the Agent's reactions and callbacks.
+
+Each notification is handed to the dispatcher thread as received (the Socket.IO thread
+does nothing else), then validated against its model there; an invalid one is logged
+and dropped. For each valid one the Agent's built-in reaction runs first (so a callback
+for `notify:update_tool_list` already sees the refreshed tool cache), then the
+application's callbacks in registration order.
+
+Ordering: python-socketio hands each incoming message to a new thread, so two
+notifications that arrive within microseconds may reach the Agent swapped. The built-in
+reactions re-read the Computer's state instead of trusting the order, so the caches
+converge on the truth either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from ..connection import Connection
+from ..protocol import events
+from ..protocol.codec import from_wire
+from ..protocol.errors import BadRequestError
+from ..protocol.models import AgentCallData, EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
+from .dispatcher import Dispatcher
+
+logger = logging.getLogger(__name__)
+
+#: The model each notification is validated with (and that callbacks receive).
+NOTIFICATION_MODELS: dict[str, type] = {
+    events.ENTER_OFFICE_NOTIFICATION: EnterOfficeNotification,
+    events.LEAVE_OFFICE_NOTIFICATION: LeaveOfficeNotification,
+    events.UPDATE_CONFIG_NOTIFICATION: UpdateComputerConfigReq,
+    events.UPDATE_TOOL_LIST_NOTIFICATION: UpdateComputerConfigReq,
+    events.UPDATE_DESKTOP_NOTIFICATION: UpdateComputerConfigReq,
+    events.UPDATE_FINDER_NOTIFICATION: UpdateComputerConfigReq,
+    events.CANCEL_TOOL_CALL_NOTIFICATION: AgentCallData,
+}
+assert set(NOTIFICATION_MODELS) == events.NOTIFY_EVENTS
+
+Reaction = Callable[[str, Any], None]
+
+
+class Notifications:
+    def __init__(self, connection: Connection, dispatcher: Dispatcher, reaction: Reaction):
+        self._dispatcher = dispatcher
+        self._reaction = reaction
+        self._lock = threading.Lock()
+        self._callbacks: dict[str, list[Callable[[Any], Any]]] = {event: [] for event in NOTIFICATION_MODELS}
+        for event in NOTIFICATION_MODELS:
+            connection.on(event, self._receiver(event))
+
+    def on(self, event: str, callback: Callable[[Any], Any]) -> None:
+        if event not in NOTIFICATION_MODELS:
+            raise ValueError(f"unknown notification {event!r}; expected one of {', '.join(sorted(NOTIFICATION_MODELS))}")
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+        with self._lock:
+            self._callbacks[event].append(callback)
+
+    def _receiver(self, event: str) -> Callable[[Any], None]:
+        def receive(payload: Any) -> None:
+            if not self._dispatcher.submit(self._deliver, event, payload):
+                logger.debug("dropped %s: the agent is closed", event)
+
+        return receive
+
+    def _deliver(self, event: str, payload: Any) -> None:
+        try:
+            notification = from_wire(NOTIFICATION_MODELS[event], payload)
+        except BadRequestError as exc:
+            logger.warning("ignored an invalid %s: %s", event, exc.message)
+            return
+        try:
+            self._reaction(event, notification)
+        except Exception:
+            logger.exception("built-in reaction to %s failed", event)
+        with self._lock:
+            callbacks = list(self._callbacks[event])
+        for callback in callbacks:
+            try:
+                callback(notification)
+            except Exception:
+                logger.exception("%s callback %r failed", event, callback)

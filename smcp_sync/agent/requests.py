@@ -1,0 +1,42 @@
+"""The one path every Agent request takes: model -> wire -> Server -> wire -> model.
+
+Every request carries a fresh `req_id`; an answer model that has a `req_id` must carry
+the same one. An answer that does not fit its model is the peer's fault, so it is a 500
+(`InternalError`), not the 400 the codec raises for bad input.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypeVar
+
+from ..connection import Connection
+from ..protocol.codec import from_wire, to_wire
+from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
+from ..protocol.errors import BadRequestError, InternalError
+
+T = TypeVar("T")
+
+#: How long the Agent waits for requests other than tool calls: the Server's forward
+#: timeout plus the Agent's buffer, so the Server's own timeout answer arrives first.
+DEFAULT_AGENT_REQUEST_TIMEOUT = DEFAULT_REQUEST_TIMEOUT + AGENT_TIMEOUT_BUFFER
+
+
+def new_req_id() -> str:
+    return uuid.uuid4().hex
+
+
+def ask(connection: Connection, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
+    """Send `request` as `event` and return the answer as `answer_type`."""
+    answer = connection.call(event, to_wire(request), timeout)
+    try:
+        result = from_wire(answer_type, answer)
+    except BadRequestError as exc:
+        raise InternalError(f"bad answer to {event}: {exc.message}", details=exc.details) from None
+    answered = getattr(result, "req_id", request.req_id)
+    if answered != request.req_id:
+        raise InternalError(
+            f"answer to {event} carries req_id {answered!r}, expected {request.req_id!r}",
+            details={"event": event, "req_id": request.req_id},
+        )
+    return result
