@@ -1,8 +1,9 @@
 """The one cattrs converter between wire dicts and the attrs models.
 
-Rules (DESIGN §7, cattrs): primitives are strict (no ``1 -> "1"``); optional fields whose
-default is ``None`` are absent on output unless marked `keep_none`; unknown input keys
-are ignored; renamed keys (`isError`, `_meta`...) and input aliases come from field
+Rules (DESIGN §7, cattrs): primitives are strict (no ``1 -> "1"``, no string as a list,
+no NaN); JSON-typed fields (``dict[str, Any]``) are written as they are; optional fields
+whose default is ``None`` are absent on output unless marked `keep_none`; unknown input
+keys are ignored; renamed keys (`isError`, `_meta`...) and input aliases come from field
 metadata; unions are tagged by `type` (or by key presence for resource contents).
 Anything that does not fit raises `BadRequestError` (400) naming each offending field
 by its wire path.
@@ -11,6 +12,8 @@ by its wire path.
 from __future__ import annotations
 
 import datetime
+import math
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Callable, TypeVar
@@ -18,6 +21,7 @@ from typing import Any, Callable, TypeVar
 import attrs
 import cattrs
 import pydantic
+from cattrs.cols import list_structure_factory
 from cattrs.errors import BaseValidationError, ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
@@ -42,16 +46,64 @@ class WireValueError(ValueError):
 def _strict(expected: type, accept: tuple[type, ...]) -> Callable[[Any, Any], Any]:
     def hook(value: Any, _: Any) -> Any:
         if isinstance(value, accept) and not isinstance(value, bool) or (expected is bool and isinstance(value, bool)):
-            return expected(value) if expected is float else value
+            return value
         raise WireValueError(f"expected {expected.__name__}, got {type(value).__name__}")
+
+    return hook
+
+
+_check_number = _strict(float, (int, float))
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    """Finite numbers only: JSON has no NaN/Infinity, and a NaN timeout would never fire."""
+    try:
+        number = float(_check_number(value, float))
+    except OverflowError:
+        raise WireValueError("number out of range") from None
+    if not math.isfinite(number):
+        raise WireValueError(f"expected a finite number, got {number}")
+    return number
+
+
+def _strict_list(list_type: Any, conv: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """JSON arrays only: cattrs would turn a string into a list of its characters and an
+    object into a list of its keys."""
+    structure_items = list_structure_factory(list_type, conv)
+
+    def hook(value: Any, target: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise WireValueError(f"expected an array, got {type(value).__name__}")
+        return structure_items(value, target)
 
     return hook
 
 
 converter.register_structure_hook(str, _strict(str, (str,)))
 converter.register_structure_hook(int, _strict(int, (int,)))
-converter.register_structure_hook(float, _strict(float, (int, float)))
+converter.register_structure_hook(float, _structure_float)
 converter.register_structure_hook(bool, _strict(bool, (bool,)))
+converter.register_structure_hook_factory(lambda t: typing.get_origin(t) is list, _strict_list)
+
+
+def _is_json_typed(type_: Any) -> bool:
+    """`Any`, `dict[str, Any]` and their optional forms: fields that hold plain JSON."""
+    if typing.get_origin(type_) in (typing.Union, types.UnionType):
+        members = [arg for arg in typing.get_args(type_) if arg is not type(None)]
+        return len(members) == 1 and _is_json_typed(members[0])
+    return type_ is Any or (typing.get_origin(type_) is dict and typing.get_args(type_)[1:] == (Any,))
+
+
+# Written as they are: walking them would cost a recursion level per nesting level (a
+# valid but deep tool result hits the recursion limit) and time on multi-MB pages.
+converter.register_unstructure_hook_func(_is_json_typed, lambda value: value)
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value quoted in an error message, cut short: messages go on the wire."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 _TIMEDELTA = pydantic.TypeAdapter(datetime.timedelta)
 
@@ -63,7 +115,7 @@ def _structure_duration(value: Any, _: Any) -> float:
     try:
         return IsoDuration(_TIMEDELTA.validate_python(value).total_seconds())
     except pydantic.ValidationError:
-        raise WireValueError(f"invalid duration {value!r}; use seconds or ISO 8601 like 'PT30S'") from None
+        raise WireValueError(f"invalid duration {_shown(value)}; use seconds or ISO 8601 like 'PT30S'") from None
 
 
 def _unstructure_duration(seconds: float) -> str:
@@ -86,7 +138,7 @@ def _register_tagged_union(union: Any, tag: str = "type") -> None:
             raise WireValueError(f"expected an object, got {type(value).__name__}")
         cls = by_tag.get(value.get(tag))
         if cls is None:
-            raise WireValueError(f"unknown {tag} {value.get(tag)!r}; expected one of {expected}")
+            raise WireValueError(f"unknown {tag} {_shown(value.get(tag))}; expected one of {expected}")
         return converter.structure(value, cls)
 
     converter.register_structure_hook(union, structure)
@@ -149,7 +201,8 @@ converter.register_structure_hook_factory(attrs.has, _structure_factory)
 
 
 def to_wire(obj: Any) -> Any:
-    """A model (or list/dict of models) as plain JSON-ready data."""
+    """A model (or list/dict of models) as plain JSON-ready data (JSON-typed field values
+    are the model's own objects, not copies)."""
     return converter.unstructure(obj)
 
 
