@@ -97,8 +97,10 @@ class SMCPError(Exception):
 
 
 def _looks_flat(data: Mapping[str, Any]) -> bool:
-    """A flat error has only error keys (a result that merely has a `code` field is not one)."""
-    return set(data) <= {"code", "message", "details", "req_id", "error_code", "data"}
+    """A flat error has an error code (every spec code is >= 400) and only error keys: a
+    result that merely has a `code` field, or a ``{"code": 0, "message": "ok"}`` success
+    envelope, is not one."""
+    return data["code"] >= 400 and set(data) <= {"code", "message", "details", "req_id", "error_code", "data"}
 
 
 def _rebuild(cls: type[SMCPError], message: str, code: int, details: dict[str, Any]) -> SMCPError:
