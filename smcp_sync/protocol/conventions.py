@@ -18,7 +18,7 @@ AGENT_TIMEOUT_BUFFER = 4.0
 #: Default forward timeout for every routed request other than `client:tool_call`.
 DEFAULT_REQUEST_TIMEOUT = 30.0
 
-_CODE_PREFIX = re.compile(r"^\[(\d{3,4})\]\s*")
+_CODE_PREFIX = re.compile(r"^\[(\d{3,4})\] ?")
 
 
 def join_refusal(error: SMCPError) -> tuple[bool, str]:
