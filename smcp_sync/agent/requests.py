@@ -2,7 +2,9 @@
 
 Every request carries a fresh `req_id`; an answer model that has a `req_id` must carry
 the same one. An answer that does not fit its model is the peer's fault, so it is a 500
-(`InternalError`), not the 400 the codec raises for bad input.
+(`InternalError`), not the 400 the codec raises for bad input. An empty answer is what
+python-socketio peers send for events they have no handler for (the official SDK's
+Server for `client:get_config`, its Computer for the extension events): 404.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, TypeVar
 from ..connection import Connection
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
-from ..protocol.errors import BadRequestError, InternalError
+from ..protocol.errors import BadRequestError, InternalError, NotFoundError
 
 T = TypeVar("T")
 
@@ -29,6 +31,8 @@ def new_req_id() -> str:
 def ask(connection: Connection, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
     """Send `request` as `event` and return the answer as `answer_type`."""
     answer = connection.call(event, to_wire(request), timeout)
+    if answer is None:
+        raise NotFoundError(f"empty answer to {event}: the Server or Computer does not handle it", details={"event": event})
     try:
         result = from_wire(answer_type, answer)
     except BadRequestError as exc:

@@ -11,7 +11,8 @@ then the name of each event it receives, on stdout and serves until killed.
 Scripted events (all on `/smcp`):
 * ``server:join_office`` — refuses office ids starting with ``full-`` with
   ``"[4101] ..."``, with ``plain-`` with an uncoded message; else ``(True, None)``.
-* ``server:leave_office`` — ``(True, None)``; ``server:list_room`` — an empty office.
+* ``server:leave_office`` — ``(True, None)``; ``server:list_room`` — an empty office;
+  ``client:get_config`` — an empty answer (what the official SDK's Server gives).
 * ``test:echo`` → its payload; ``test:hang`` → answers when the server stops;
   ``test:whoami`` → ``{"sid", "office_id"}``; ``test:kick`` → the server disconnects the
   caller; ``test:ask`` ``{"event", "payload"}`` → ``{"answer": <the caller's answer to that event>}``.
@@ -61,6 +62,7 @@ class RawServer:
             "test:kick": lambda sid, data: self.sio.disconnect(sid, namespace=NAMESPACE),
             "test:ask": lambda sid, data: {"answer": self.sio.call(data["event"], data.get("payload"), to=sid, namespace=NAMESPACE, timeout=5)},
             "test:note": lambda sid, data: None,
+            "client:get_config": lambda sid, data: None,
         }.items():
             self.sio.on(event, self._recording(event, handler), namespace=NAMESPACE)
 

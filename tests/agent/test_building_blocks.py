@@ -11,6 +11,7 @@ import pytest
 from smcp_sync.agent import Agent, ComputerCache
 from smcp_sync.agent.dispatcher import Dispatcher
 from smcp_sync.protocol import events
+from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import UpdateComputerConfigReq
 
 try:
@@ -130,5 +131,20 @@ def test_invalid_notifications_are_dropped_and_callback_failures_do_not_stop_oth
             )
             assert "ignored an invalid notify:update_finder: invalid UpdateComputerConfigReq: expected an object" in caplog.text
             assert "callback bug" in caplog.text
+    finally:
+        raw.stop()
+
+
+@pytest.mark.timeout(20)
+def test_an_empty_answer_is_a_clear_404_at_once(no_leaks):
+    raw = RawServer()
+    url = raw.start()
+    try:
+        with Agent("a1") as agent:
+            agent.connect(url, timeout=5)
+            agent.join_office("o1", timeout=5)
+            with pytest.raises(NotFoundError) as empty:
+                agent.get_config("c1", timeout=5)
+            assert empty.value.message == "empty answer to client:get_config: the Server or Computer does not handle it"
     finally:
         raw.stop()
