@@ -1,0 +1,111 @@
+"""Shared bits of the interop scripts (run by the official SDK venv's python).
+
+Import this module FIRST: ``setup_stdout()`` must run before ``a2c_smcp`` is imported,
+because the SDK attaches a logging handler to ``sys.stdout`` at import time. We keep the
+real stdout for our JSON lines only and send everything else (SDK logs, rich output,
+library prints) to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+_lock = threading.Lock()
+_out = None
+_t0 = time.monotonic()
+
+
+def setup_stdout(log_level: str | None = None) -> None:
+    """Reserve the real stdout for JSON lines; route every other stdout write to stderr."""
+    global _out
+    if _out is not None:
+        return
+    if log_level:
+        os.environ["A2C_SMCP_LOG_LEVEL"] = log_level
+    fd = os.dup(1)
+    _out = os.fdopen(fd, "w", buffering=1, encoding="utf-8", errors="replace")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
+def _default(obj: Any) -> Any:
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:  # pragma: no cover - best effort
+            pass
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", "replace")
+    return repr(obj)
+
+
+def emit(obj: dict) -> None:
+    """Print one JSON line (thread-safe). Adds ``t`` (seconds since start)."""
+    line = dict(obj)
+    line.setdefault("t", round(time.monotonic() - _t0, 4))
+    text = json.dumps(line, ensure_ascii=False, default=_default)
+    with _lock:
+        stream = _out if _out is not None else sys.stdout
+        stream.write(text + "\n")
+        stream.flush()
+
+
+def load_json_arg(value: str) -> Any:
+    """A JSON document given inline, as ``@path`` or as a path to an existing file."""
+    text = value.strip()
+    if text.startswith("@"):
+        return json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+    if text[:1] in "[{\"" or text in ("null", "true", "false") or text[:1].isdigit():
+        return json.loads(text)
+    path = Path(text)
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(text)
+
+
+def error_info(exc: BaseException) -> dict:
+    return {"error_type": f"{type(exc).__module__}.{type(exc).__qualname__}", "error": str(exc)}
+
+
+def add_auth_arguments(parser: Any, default_via: str) -> None:
+    parser.add_argument("--api-key", default="test-key", help="the key to present")
+    parser.add_argument(
+        "--auth-via",
+        choices=("auth", "header", "both", "none"),
+        default=default_via,
+        help="how to present the key: Socket.IO auth dict {'access_token': key}, "
+        "HTTP header 'access_token: key', both, or not at all",
+    )
+    parser.add_argument(
+        "--transports",
+        default=None,
+        help="comma separated Engine.IO transports (default: the client's own default, "
+        "i.e. polling then upgrade to websocket)",
+    )
+
+
+def start_stdin_watcher(on_line, on_eof) -> threading.Thread:
+    """Read stdin lines in a daemon thread; call ``on_line(str)`` per line and ``on_eof()`` at EOF."""
+
+    def run() -> None:
+        try:
+            for raw in sys.stdin:
+                line = raw.strip()
+                if line:
+                    on_line(line)
+        except (OSError, ValueError):
+            pass
+        on_eof()
+
+    thread = threading.Thread(target=run, name="stdin-watcher", daemon=True)
+    thread.start()
+    return thread
