@@ -1,5 +1,6 @@
-"""`smcp_sync.connection.Connection` against a real python-socketio Server (werkzeug
-thread on 127.0.0.1:0, or a child process for real crashes)."""
+"""`smcp_sync.connection.Connection` against the real `SMCPServer`, and against a raw
+python-socketio Server (werkzeug thread on 127.0.0.1:0, or a child process for real
+crashes) where the test needs answers a correct Server never gives."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from smcp_sync.connection import Connection, NotConnectedError, ReconnectPolicy
+from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import (
     AuthError,
     BadRequestError,
@@ -24,6 +26,8 @@ from smcp_sync.protocol.errors import (
     SMCPError,
     SMCPTimeoutError,
 )
+
+from smcp_sync.server import SMCPServer
 
 try:
     from tests.agent.raw_server import RawServer
@@ -302,3 +306,42 @@ def test_after_a_crash_pending_calls_fail_fast_and_the_office_is_rejoined(no_lea
         first.process.poll() is None and first.kill()
         if second is not None:
             second.kill()
+
+
+# -- against the real Server ---------------------------------------------------------------
+
+
+@pytest.fixture
+def smcp_server(no_leaks):
+    server = SMCPServer(auth="k-1")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.timeout(20)
+def test_with_the_real_server_refusals_are_typed_and_a_close_is_a_prompt_leave(smcp_server):
+    with pytest.raises(AuthError) as refused:
+        Connection("agent", "a1", auth={"api_key": "wrong"}).connect(smcp_server.url, timeout=5)
+    assert refused.value.code == 401
+
+    agent, other_agent = (Connection("agent", name, auth={"api_key": "k-1"}) for name in ("a1", "a2"))
+    computer = Connection("computer", "c1", auth={"api_key": "k-1"})
+    left = threading.Event()
+    agent.on(events.LEAVE_OFFICE_NOTIFICATION, lambda payload: left.set() if payload.get("computer") == "c1" else None)
+    try:
+        for connection in (agent, other_agent, computer):
+            connection.connect(smcp_server.url, timeout=5)
+        agent.join_office("office-1", timeout=5)
+        with pytest.raises(OfficeError) as full:
+            other_agent.join_office("office-1", timeout=5)
+        assert full.value.code == 4101 and other_agent.office_id is None
+        computer.join_office("office-1", timeout=5)
+
+        started = time.monotonic()
+        computer.close()
+        assert left.wait(2), "the Server never announced the computer's leave"
+        assert time.monotonic() - started < 0.5
+    finally:
+        for connection in (agent, other_agent, computer):
+            connection.close()
