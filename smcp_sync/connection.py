@@ -374,6 +374,8 @@ class Connection:
         logger.info("%s %r reconnected (sid %s); re-joining office %r", self.role, self.name, self.sid, office_id)
         try:
             self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
+        except NotConnectedError:
+            return  # dropped again: the next reconnect re-joins
         except SMCPError as exc:
             logger.error("%s %r could not re-join office %r after reconnecting: %s", self.role, self.name, office_id, exc)
             with self._state_changed:

@@ -246,9 +246,9 @@ def unused_port() -> int:
 
 
 class _ChildServer:
-    def __init__(self, port: int):
+    def __init__(self, port: int, *options: str):
         self.process = subprocess.Popen(
-            [sys.executable, str(RAW_SERVER_SCRIPT), str(port)],
+            [sys.executable, str(RAW_SERVER_SCRIPT), str(port), *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -267,7 +267,9 @@ class _ChildServer:
             pass
 
     def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
+        """SIGKILL (a crash, not a shutdown); idempotent."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
         self.process.wait(5)
         self.process.stdout.close()
 
@@ -303,7 +305,32 @@ def test_after_a_crash_pending_calls_fail_fast_and_the_office_is_rejoined(no_lea
         assert connection.sid != first_sid and connection.office_id == "office-1"
     finally:
         connection.close()
-        first.process.poll() is None and first.kill()
+        first.kill()
+        if second is not None:
+            second.kill()
+
+
+@pytest.mark.timeout(60)
+def test_a_refused_rejoin_forgets_the_office_and_requests_go_on(no_leaks, unused_port, caplog):
+    first = _ChildServer(unused_port)
+    connection = Connection("agent", "a1", reconnect=FAST_RECONNECT)
+    rejoined: list[str] = []
+    connection.on_rejoined(rejoined.append)
+    second = None
+    try:
+        connection.connect(first.url, timeout=5)
+        connection.join_office("office-1", timeout=5)
+        first.kill()
+        second = _ChildServer(unused_port, "refuse")
+        second.wait_for_event("server:join_office")  # the automatic re-join, refused
+
+        whoami = connection.call("test:whoami", {}, timeout=10)  # waits until the re-join is over
+        assert whoami == {"sid": connection.sid, "office_id": None}
+        assert connection.office_id is None and rejoined == []
+        assert "could not re-join office 'office-1' after reconnecting: [4101]" in caplog.text
+    finally:
+        connection.close()
+        first.kill()
         if second is not None:
             second.kill()
 

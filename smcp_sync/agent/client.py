@@ -69,6 +69,8 @@ class Agent:
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
     ):
+        if not isinstance(name, str) or not name:
+            raise ValueError("an Agent needs a non-empty name")
         self.name = name
         self.prefetch_desktop = prefetch_desktop
         #: Each Computer's tools (tuples of `SMCPTool`), by computer name.

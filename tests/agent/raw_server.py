@@ -5,8 +5,9 @@ answers (refusals with and without codes, flat and nested errors, silence, a
 server-initiated disconnect) that a correct Server never gives on purpose.
 
 In-thread: ``RawServer().start()`` → URL (werkzeug on 127.0.0.1:0), ``.stop()``.
-As a child process (for real crashes): ``python raw_server.py [port]`` prints its URL,
-then the name of each event it receives, on stdout and serves until killed.
+As a child process (for real crashes): ``python raw_server.py [port [refuse]]`` prints
+its URL, then the name of each event it receives, on stdout and serves until killed;
+``refuse`` makes it refuse every join with 4101.
 
 Scripted events (all on `/smcp`):
 * ``server:join_office`` — refuses office ids starting with ``full-`` with
@@ -39,8 +40,9 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class RawServer:
-    def __init__(self, api_key: str | None = None, print_events: bool = False):
+    def __init__(self, api_key: str | None = None, print_events: bool = False, refuse_joins: bool = False):
         self.api_key = api_key
+        self.refuse_joins = refuse_joins
         self.print_events = print_events
         self.sio = socketio.Server(async_mode="threading", ping_interval=PING_INTERVAL, ping_timeout=2)
         self.offices: dict[str, str] = {}  # sid -> office_id
@@ -123,7 +125,7 @@ class RawServer:
 
     def _join(self, sid: str, data: dict) -> tuple[bool, str | None]:
         office_id = data["office_id"]
-        if office_id.startswith("full-"):
+        if office_id.startswith("full-") or self.refuse_joins:
             return False, f"[4101] office {office_id} already has an agent"
         if office_id.startswith("plain-"):
             return False, "Room already has an agent"
@@ -139,6 +141,6 @@ class RawServer:
 
 if __name__ == "__main__":  # a child process a test can kill
     logging.basicConfig(level=logging.WARNING)
-    server = RawServer(print_events=True)
+    server = RawServer(print_events=True, refuse_joins=sys.argv[2:3] == ["refuse"])
     print(server.start(int(sys.argv[1]) if len(sys.argv) > 1 else 0), flush=True)
     server._thread.join()

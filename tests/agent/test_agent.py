@@ -164,12 +164,38 @@ def test_callbacks_run_on_one_thread_that_may_call_the_agent(server, agent):
             scripted.close()
 
 
+@pytest.mark.timeout(30)
+def test_desktops_are_fetched_on_demand_unless_prefetch_is_asked_for(server):
+    computer = ScriptedComputer("c1").start(server.url, OFFICE)
+    try:
+        for prefetch in (False, True):
+            with Agent("a1", prefetch_desktop=prefetch) as agent:
+                updated = Collector(agent)
+                agent.on(events.UPDATE_DESKTOP_NOTIFICATION, updated)
+                agent.connect(server.url, timeout=5)
+                agent.join_office(OFFICE, timeout=5)
+                agent.tool_cache.wait_for("c1", timeout=5)
+                computer.desktops = [f"window://desk.test/main\n\nprefetch={prefetch}"]
+                computer.connection.emit(events.UPDATE_DESKTOP, {"computer": "c1"})
+                updated.wait()
+                fetched = [e for e, _ in computer.received if e == events.GET_DESKTOP]
+                if prefetch:
+                    assert agent.desktop_cache.get("c1") == ("window://desk.test/main\n\nprefetch=True",)
+                    assert len(fetched) == 2  # on joining, and on the update
+                else:
+                    assert fetched == [] and agent.desktop_cache.snapshot() == {}
+    finally:
+        computer.close()
+
+
 def test_unknown_notifications_and_bad_callbacks_are_refused():
     agent = Agent("a1")
     with pytest.raises(ValueError, match="unknown notification 'notify:nothing'; expected one of notify:enter_office"):
         agent.on("notify:nothing", print)
     with pytest.raises(TypeError, match="callback must be callable"):
         agent.on(events.ENTER_OFFICE_NOTIFICATION, "print")
+    with pytest.raises(ValueError, match="an Agent needs a non-empty name"):
+        Agent("")
 
 
 # -- requests to a Computer -------------------------------------------------------------------
