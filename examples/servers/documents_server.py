@@ -45,8 +45,8 @@ from mcp.shared.exceptions import MCPError
 from document_library import DocumentLibrary
 from dpe_views import render, view_for
 from finder_completion import complete, templates
-from finder_errors import RESOURCE_NOT_FOUND, as_mcp_error, document_not_found
-from notifying_server import NotifyingServer, run_stdio
+from finder_errors import as_mcp_error, document_not_found
+from notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
 from smcp_sync import __version__
 from smcp_sync.protocol.dpe_uri import DPEURI, parse_dpe_uri
 from smcp_sync.protocol.errors import SMCPError

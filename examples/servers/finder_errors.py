@@ -17,7 +17,9 @@ MCP has no field for an SMCP code, so this is the convention (the Computer relie
     is left out when empty and never carries host paths.
 
 * Read ``data["smcp_code"]`` first; a peer that drops ``data`` still has the ``[42xx]``
-  prefix of the message. Other MCP errors of these servers carry no ``smcp_code``.
+  prefix of the message. Other MCP errors of these servers carry no ``smcp_code``. Do not
+  map by the JSON-RPC code alone: MCP's 2026-07-28 revision reports unknown resources
+  as -32602 too.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
+from notifying_server import RESOURCE_NOT_FOUND
 from smcp_sync.protocol.errors import ErrorCode, SMCPError
-
-RESOURCE_NOT_FOUND = -32002
 
 
 def as_mcp_error(error: SMCPError) -> MCPError:

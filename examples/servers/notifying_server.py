@@ -34,6 +34,9 @@ from mcp.server.stdio import stdio_server
 log = logging.getLogger(__name__)
 
 Ctx = ServerRequestContext[Any, Any]
+#: MCP's "resource not found" of the handshake-era spec revisions (2026-07-28 retires it
+#: for -32602; clients that matter here negotiate the handshake era).
+RESOURCE_NOT_FOUND = -32002
 BackgroundTask = Callable[[], Awaitable[None]]
 
 

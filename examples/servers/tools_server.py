@@ -91,9 +91,7 @@ def build_server(root: Path) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def calculate(expression: str) -> str:
-        """Evaluate an arithmetic expression, e.g. "(1260 + 1305 + 1615) / 3" or "sqrt(2) * 10".
-        Allowed: numbers, + - * / // % **, parentheses, pi, e, tau, and sqrt abs round floor
-        ceil log log10 exp sin cos tan min max."""
+        """Evaluate an arithmetic expression such as "(1260 + 1305 + 1615) / 3" or "sqrt(2) * pi"."""
         try:
             return format_number(evaluate(expression))
         except ArithmeticRefused as exc:
@@ -106,8 +104,7 @@ def build_server(root: Path) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     def current_time(utc_offset: str = "+00:00") -> str:
-        """The current time as ISO 8601 with seconds, e.g. 2026-03-12T14:05:09+08:00,
-        at the given UTC offset (+HH:MM or -HH:MM)."""
+        """The current time at a UTC offset (+HH:MM or -HH:MM), e.g. 2026-03-12T14:05:09+08:00."""
         return time_at_offset(utc_offset)
 
     @server.tool(annotations=READ_ONLY)

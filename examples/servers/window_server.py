@@ -41,13 +41,12 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from notifying_server import NotifyingServer, run_stdio
+from notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
 from smcp_sync import __version__
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.window_uri import WindowURI
 
 Ctx = ServerRequestContext[Any, Any]
-RESOURCE_NOT_FOUND = -32002
 
 BROWSER_PAGE = """\
 Quickstart — smcp_sync documentation
@@ -94,17 +93,18 @@ WINDOWS = (
 LIVE_WINDOW = "monitor"
 
 
+def window_uri(host: str, window: Window, fullscreen: bool) -> str:
+    """``window://{host}/{name}?priority=P`` (+ ``&fullscreen=true``): the window's identity."""
+    return WindowURI(host=host, path=(window.name,), priority=window.priority, fullscreen=fullscreen or None).build()
+
+
 class WindowServer(NotifyingServer):
     def __init__(self, host: str, fullscreen: str | None) -> None:
         super().__init__(
             "windows", version=__version__, on_list_resources=self._list_resources, on_read_resource=self._read_resource
         )
         self.tick = 0
-        self.uris = {
-            w.name: WindowURI(host=host, path=(w.name,), priority=w.priority, fullscreen=w.name == fullscreen or None)
-            .build()
-            for w in WINDOWS
-        }
+        self.uris = {w.name: window_uri(host, w, w.name == fullscreen) for w in WINDOWS}
 
     async def tick_forever(self, interval: float) -> None:
         """Change the live window every `interval` seconds and tell its subscribers."""
