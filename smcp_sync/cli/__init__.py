@@ -13,9 +13,9 @@ import sys
 from typing import Sequence
 
 from .._version import __version__
-from . import agent, demo, server
+from . import agent, computer, demo, server
 
-COMMANDS = (demo, server, agent)
+COMMANDS = (demo, server, computer, agent)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 from smcp_sync.computer import Computer, MCPServerError, ServerState
 from smcp_sync.protocol import A2C_TOOL_META, MCP_TOOL_ANNOTATION, CallToolResult, ErrorCode
 
-from .helpers import CallLogs, http_config, stdio_config
+from .helpers import FAST, CallLogs, http_config, stdio_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -21,14 +21,26 @@ TRANSPORTS = ["stdio", "sse", "streamable"]
 BUILTIN_TOOLS = ["echo", "add", "fail", "sleep", "crash", "add_tool", "remove_tool", "big", "delete_item", "meta_tool"]
 
 
+@pytest.fixture(scope="module")
+def computers(http_servers: dict[str, str], call_logs: CallLogs) -> Iterator[dict[str, Computer]]:
+    """One Computer per transport, shared by the module's tests (none of them breaks it)."""
+    configs = {
+        "stdio": stdio_config("tools", env=call_logs.env),
+        **{transport: http_config("tools", transport, url) for transport, url in http_servers.items()},
+    }
+    started: dict[str, Computer] = {}
+    try:
+        for transport, config in configs.items():
+            started[transport] = Computer(f"c-{transport}", [config], policy=FAST).start()
+        yield started
+    finally:
+        for computer in started.values():
+            computer.close()
+
+
 @pytest.fixture(params=TRANSPORTS)
-def computer(request: Any, http_servers: dict[str, str], computer_factory: Any, call_logs: CallLogs) -> Computer:
-    transport = request.param
-    if transport == "stdio":
-        config = stdio_config("tools", env=call_logs.env)
-    else:
-        config = http_config("tools", transport, http_servers[transport])
-    return computer_factory(config)
+def computer(request: Any, computers: dict[str, Computer], no_leaks: None) -> Computer:
+    return computers[request.param]
 
 
 def test_lists_the_servers_tools_as_smcp_tools(computer: Computer) -> None:
@@ -101,7 +113,7 @@ def test_cancel_by_req_id_stops_the_call_mid_flight(computer: Computer, call_log
     call_logs.wait_cancelled(seconds)
     # the session survives a cancelled call
     assert computer.call_tool("echo", {"text": "still here"}, timeout=10).text == "still here"
-    assert computer.cancel_tool_call("req-42") is False
+    assert computer.cancel_tool_call(f"finished-{seconds}") is False  # nothing in flight under that id
 
 
 def _transport(computer: Computer) -> str:

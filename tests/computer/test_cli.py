@@ -1,0 +1,107 @@
+"""`smcp-sync computer` as a user runs it: a real process, a real Server, an agent."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import pytest
+
+from smcp_sync.connection import Connection
+from smcp_sync.protocol import CallToolResult, events, from_wire
+from smcp_sync.server import SMCPServer
+
+from .helpers import stdio_config
+
+pytestmark = pytest.mark.timeout(60)
+
+CLI = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
+
+
+@pytest.fixture
+def server(no_leaks: None) -> Iterator[SMCPServer]:
+    with SMCPServer(auth="cli-key") as server:
+        server.start()
+        yield server
+
+
+def run_cli(*args: str) -> tuple[subprocess.Popen[str], queue.Queue[str | None]]:
+    proc = subprocess.Popen(
+        [*CLI, "computer", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    return proc, lines
+
+
+def _pump(stream: IO[str] | None, lines: queue.Queue[str | None]) -> None:
+    assert stream is not None
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+@pytest.mark.parametrize("stop_signal, exit_code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_serves_the_configured_tools_until_stopped(
+    server: SMCPServer, tmp_path: Path, stop_signal: signal.Signals, exit_code: int
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({
+        "servers": [stdio_config("tools", "--prefix", "${input:prefix}")],
+        "inputs": [{"type": "promptString", "id": "prefix", "description": "Tool name prefix"}],
+    }))
+    proc, lines = run_cli(
+        "--config", str(config), "--url", server.url, "--office", "o1", "--name", "cli-computer",
+        "--input", "prefix=cli_", "--api-key", "cli-key",
+    )
+    try:
+        summary = lines.get(timeout=30)
+        assert summary == f"computer 'cli-computer' joined office 'o1' at {server.url} with 10 tools from 1 MCP servers\n"
+        agent = Connection("agent", "a1", auth={"api_key": "cli-key"})
+        try:
+            agent.connect(server.url, timeout=5)
+            agent.join_office("o1", timeout=5)
+            payload = {"agent": "a1", "req_id": uuid.uuid4().hex, "computer": "cli-computer",
+                       "tool_name": "cli_echo", "params": {"text": "via the CLI"}, "timeout": 10}
+            result = from_wire(CallToolResult, agent.call(events.TOOL_CALL, payload, 20))
+            assert result.text == "via the CLI"
+        finally:
+            agent.close()
+        proc.send_signal(stop_signal)
+        assert proc.wait(20) == exit_code  # and its MCP server child is gone (no_leaks)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--config", "{missing}"], 2, "cannot read configuration file"),
+        (["--config", "{config}", "--input", "novalue"], 2, "--input expects ID=VALUE"),
+        (["--config", "{config}", "--url", "http://127.0.0.1:9"], 1, "cannot connect to http://127.0.0.1:9"),
+        (["--config", "{config}", "--api-key", "wrong"], 1, "[401] authentication failed"),
+    ],
+)
+def test_failures_exit_with_a_code_and_a_reason(server: SMCPServer, tmp_path: Path, args: list[str], code: int, message: str) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([]))
+    filled = [a.format(missing=tmp_path / "nope.json", config=config) for a in args]
+    base = {"--url": server.url, "--office": "o1", "--name": "c", "--api-key": "cli-key"}
+    for flag, value in base.items():
+        if flag not in filled:
+            filled += [flag, value]
+    done = subprocess.run([*CLI, "computer", *filled], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == code, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
