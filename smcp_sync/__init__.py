@@ -1,9 +1,15 @@
 """smcp_sync — a synchronous, threaded implementation of the A2C-SMCP protocol.
 
 Every public call blocks and takes a timeout; no asyncio leaks into the API.
+
+The three roles are imported lazily (PEP 562): `import smcp_sync` stays cheap for code
+that only needs the wire models, and pulls in python-socketio or the MCP SDK only when
+`SMCPServer`, `Computer` or `Agent` is first used.
 """
 
+import importlib
 import logging
+from typing import Any
 
 from ._version import __version__
 from .protocol import *  # noqa: F403
@@ -11,4 +17,27 @@ from .protocol import __all__ as _protocol_all
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__all__ = ["__version__", *_protocol_all]
+_LAZY = {
+    "SMCPServer": ".server",
+    "APIKeyAuth": ".server",
+    "AuthProvider": ".server",
+    "Computer": ".computer",
+    "Agent": ".agent",
+    "NotConnectedError": ".connection",
+    "ReconnectPolicy": ".connection",
+}
+
+__all__ = ["__version__", *_LAZY, *_protocol_all]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
