@@ -22,9 +22,8 @@ import sys
 import threading
 from pathlib import Path
 
-from smcp_sync.computer import Computer, InputError
-from smcp_sync.protocol import BadRequestError, SMCPError
-from smcp_sync.protocol.models import MCPServerInput
+from smcp_sync import BadRequestError, Computer, MCPServerInput, SMCPError
+from smcp_sync.computer import InputError
 
 DEFAULT_CONFIG = Path(__file__).with_name("mcp_servers.json")
 

@@ -22,9 +22,7 @@ import threading
 
 from flask import Flask, jsonify, request
 
-from smcp_sync.agent import Agent
-from smcp_sync.protocol import BadRequestError, SMCPError, to_wire
-from smcp_sync.server import SMCPServer
+from smcp_sync import Agent, BadRequestError, SMCPError, SMCPServer, to_wire
 
 API_KEY = os.environ.get("SMCP_API_KEY") or None
 OFFICE = os.environ.get("SMCP_OFFICE", "web-office")

@@ -21,11 +21,8 @@ import attrs
 import psutil
 import pytest
 
-from smcp_sync.agent import Agent
+from smcp_sync import Agent, EnterOfficeNotification, SMCPServer, events, to_wire
 from smcp_sync.computer import REDACTED
-from smcp_sync.protocol import events, to_wire
-from smcp_sync.protocol.models import EnterOfficeNotification
-from smcp_sync.server import SMCPServer
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.usefixtures("no_leaks")]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smcp_sync.agent import Agent
+from smcp_sync import Agent
 
 nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbformat, nbclient and ipykernel")
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbformat, nbclient and ipykernel")

@@ -28,9 +28,7 @@ from typing import Any
 import attrs
 import pytest
 
-from smcp_sync.agent import Agent
-from smcp_sync.computer import Computer
-from smcp_sync.protocol import AuthError, OfficeError
+from smcp_sync import Agent, AuthError, Computer, OfficeError
 
 try:
     from tests.mcp_servers import TOOL_SERVER

@@ -11,8 +11,7 @@ import threading
 
 from django.conf import settings
 
-from smcp_sync.agent import Agent
-from smcp_sync.server import SMCPServer
+from smcp_sync import Agent, SMCPServer
 
 AGENT_NAME = "django-agent"
 

@@ -9,7 +9,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from smcp_sync.protocol import BadRequestError, SMCPError, to_wire
+from smcp_sync import BadRequestError, SMCPError, to_wire
 
 from .smcp import shared_agent
 
