@@ -1,14 +1,13 @@
 """The Computer role: hosts MCP servers (stdio, SSE, streamable HTTP) and serves their
 tools to an office, or locally without any Server."""
 
-from .catalog import ToolRoute
 from .computer import Computer
 from .config_file import ComputerConfig, ConfigError, load_config, load_inputs
 from .history import ToolCallRecord
 from .inputs import InputError
 from .manager import MCPServerError, ServerManager
 from .redaction import REDACTED
-from .server_connection import ServerPolicy
+from .policy import ServerPolicy
 from .status import ServerCapabilities, ServerEvent, ServerState, ServerStatus, ServerTool
 from .tool_calls import PendingToolCall
 
@@ -28,7 +27,6 @@ __all__ = [
     "ServerStatus",
     "ServerTool",
     "ToolCallRecord",
-    "ToolRoute",
     "load_config",
     "load_inputs",
 ]

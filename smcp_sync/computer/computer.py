@@ -35,7 +35,7 @@ from .history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 from .inputs import AskInput, InputResolver
 from .manager import ServerManager
 from .redaction import public_input
-from .server_connection import ServerPolicy
+from .policy import ServerPolicy
 from .socket_side import SocketSide
 from .status import ServerEvent, ServerStatus
 from .tool_calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller

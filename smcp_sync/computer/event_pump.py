@@ -36,8 +36,11 @@ class EventPump:
         self._queue.put(event)
 
     def stop(self, timeout: float) -> None:
+        """Stop after the events already posted; from a listener, without waiting."""
         if self._thread.is_alive():
             self._queue.put(_STOP)
+            if threading.current_thread() is self._thread:
+                return
             self._thread.join(timeout)
             if self._thread.is_alive():
                 log.warning("event thread %s did not stop within %.1fs", self._thread.name, timeout)

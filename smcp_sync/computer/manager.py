@@ -35,7 +35,8 @@ from .bridge import EventLoopThread
 from .inputs import InputResolver
 from .mcp_adapter import MAX_PAGES, McpFailure, McpRequestFailed, McpSession
 from .redaction import public_server_config
-from .server_connection import ServerConnection, ServerPolicy, ServerUnavailable
+from .policy import ServerPolicy
+from .server_connection import ServerConnection, ServerUnavailable
 from .status import ServerEvent, ServerState, ServerStatus
 
 log = logging.getLogger(__name__)

@@ -20,6 +20,7 @@ import attrs
 
 from ..protocol.models import CallToolResult, MCPServerConfig, StdioServerConfig
 from .mcp_adapter import McpConnectionLost, McpRequestFailed, McpSession, NotificationKind, describe_failure, open_session
+from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail
 
@@ -29,28 +30,6 @@ T = TypeVar("T")
 
 #: Starts a long-lived task on the loop: `spawn(function, name)` (the bridge's).
 Spawn = Callable[[Callable[[], Awaitable[Any]], str], None]
-
-
-@attrs.frozen
-class ServerPolicy:
-    """Timing of MCP server supervision (seconds)."""
-
-    #: Connect + initialize + first tools/list.
-    init_timeout: float = 30.0
-    #: Background requests of the Computer itself (tool-list refresh).
-    request_timeout: float = 30.0
-    #: An idle connection (no call in flight) is pinged this often; 0 disables.
-    health_interval: float = 30.0
-    ping_timeout: float = 5.0
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
-    #: A connection that lived this long resets the backoff to `backoff_initial`.
-    stable_after: float = 10.0
-    #: How long stopping may take (closing the session, terminating a stdio child).
-    stop_timeout: float = 10.0
-
-    def backoff(self, attempt: int) -> float:
-        return min(self.backoff_max, self.backoff_initial * (2 ** min(attempt, 30)))
 
 
 class ServerUnavailable(Exception):

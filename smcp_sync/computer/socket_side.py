@@ -46,18 +46,6 @@ class SocketSide:
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
 
-    @property
-    def office_id(self) -> str | None:
-        connection = self._connection
-        return connection.office_id if connection is not None else None
-
-    def handle(self, event: str, handler: Handler) -> None:
-        """Answer `event` with `handler(payload)` (for later connections too)."""
-        self._handlers[event] = handler
-        connection = self._connection
-        if connection is not None:
-            connection.on(event, handler)
-
     def connect(self, url: str, office_id: str, auth: Mapping[str, Any] | None, timeout: float) -> None:
         connection = Connection("computer", self._computer.name, auth=auth, reconnect=self._reconnect)
         for event, handler in self._handlers.items():

@@ -10,7 +10,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Iterator
 
 import pytest
 

@@ -8,11 +8,11 @@ import os
 import threading
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import MCPServerError, ServerEvent
+from smcp_sync.computer import Computer, MCPServerError, ServerEvent
 from smcp_sync.protocol import (
     CompletionArgument,
     CompletionContext,
@@ -22,7 +22,7 @@ from smcp_sync.protocol import (
     TextResourceContents,
 )
 
-from .helpers import RESOURCE_SERVER, EventLog, stdio_config, write_state
+from .helpers import FAST, RESOURCE_SERVER, EventLog, stdio_config, write_state
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,40 +39,49 @@ RESOURCES = [
 COMPLETING = {"name": "complete", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [COMPLETION_SERVER]}}
 
 
-@pytest.fixture
-def computer(computer_factory: Any, tmp_path: Path) -> Any:
-    state = tmp_path / "state.json"
+def resource_config(state: Path) -> dict[str, Any]:
     write_state(state, RESOURCES)
-    return computer_factory(stdio_config("res", "--state", str(state), "--page-size", "2", script=RESOURCE_SERVER))
+    return stdio_config("res", "--state", str(state), "--page-size", "2", script=RESOURCE_SERVER)
 
 
-def test_capabilities_are_recorded(computer: Any) -> None:
-    res = computer.servers.status("res").capabilities
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
+    """Shared by the tests that only read (they change neither the resources nor the server)."""
+    computer = Computer("reader", [resource_config(tmp_path_factory.mktemp("reader") / "state.json")], policy=FAST)
+    yield computer.start()
+    computer.close()
+
+
+@pytest.fixture
+def computer(computer_factory: Any, tmp_path: Path) -> Computer:
+    return computer_factory(resource_config(tmp_path / "state.json"))
+
+
+def test_capabilities_are_recorded(reader: Computer) -> None:
+    res = reader.servers.status("res").capabilities
     assert res.resources and res.resources_subscribe and res.resources_list_changed
     assert res.tools and not res.tools_list_changed and not res.completions
-    completing = computer.add_server(COMPLETING).capabilities
-    assert completing.completions and not completing.tools and not completing.resources
 
 
-def test_listing_follows_every_page_or_returns_one(computer: Any) -> None:
-    resources = computer.servers.list_resources("res", timeout=10)
+def test_listing_follows_every_page_or_returns_one(reader: Computer) -> None:
+    resources = reader.servers.list_resources("res", timeout=10)
     assert [r.uri for r in resources] == [e["uri"] for e in RESOURCES if e.get("listed", True)]
     assert resources[2].mime_type == "application/json"
-    page, cursor = computer.servers.list_resources_page("res", None, timeout=10)
+    page, cursor = reader.servers.list_resources_page("res", None, timeout=10)
     assert [r.uri for r in page] == ["window://app/main", "window://app/side?priority=10"] and cursor == "2"
-    page, cursor = computer.servers.list_resources_page("res", "3", timeout=10)
+    page, cursor = reader.servers.list_resources_page("res", "3", timeout=10)
     assert [r.uri for r in page] == ["file:///notes.txt"] and cursor is None
 
 
-def test_reading_a_resource_and_an_unknown_one(computer: Any) -> None:
-    [contents] = computer.servers.read_resource("res", "dpe://docs/a/pages/0", timeout=10)
+def test_reading_a_resource_and_an_unknown_one(reader: Computer) -> None:
+    [contents] = reader.servers.read_resource("res", "dpe://docs/a/pages/0", timeout=10)
     assert contents == TextResourceContents(uri="dpe://docs/a/pages/0", text="p0")
     with pytest.raises(MCPServerError) as caught:
-        computer.servers.read_resource("res", "dpe://docs/nope", timeout=10)
+        reader.servers.read_resource("res", "dpe://docs/nope", timeout=10)
     assert caught.value.mcp_code == -32002 and "not found" in caught.value.message.lower()
 
 
-def test_notifications_reach_a_sync_listener(computer: Any) -> None:
+def test_notifications_reach_a_sync_listener(computer: Computer) -> None:
     events = EventLog()
     computer.add_listener(events)
     computer.servers.subscribe_resource("res", "window://app/main", timeout=10)
@@ -85,7 +94,7 @@ def test_notifications_reach_a_sync_listener(computer: Any) -> None:
     assert [r.uri for r in computer.servers.list_resources("res", timeout=10)] == ["window://app/main"]
 
 
-def test_a_burst_of_notifications_never_blocks_the_loop(computer: Any) -> None:
+def test_a_burst_of_notifications_never_blocks_the_loop(computer: Computer) -> None:
     events = EventLog()
     release = threading.Event()
 
@@ -103,6 +112,8 @@ def test_a_burst_of_notifications_never_blocks_the_loop(computer: Any) -> None:
 
 def test_completion_values_and_errors(computer_factory: Any) -> None:
     computer = computer_factory(COMPLETING)
+    capabilities = computer.servers.status("complete").capabilities
+    assert capabilities.completions and not capabilities.tools and not capabilities.resources
     ref = ResourceTemplateReference(uri="dpe://docs/{doc_ref}")
     completion = computer.servers.complete("complete", ref, CompletionArgument(name="doc_ref", value="al"), None, timeout=10)
     assert (completion.values, completion.total, completion.has_more) == (["alpha", "alpine"], 2, False)
@@ -115,7 +126,7 @@ def test_completion_values_and_errors(computer_factory: Any) -> None:
     assert caught.value.mcp_code == -32602
 
 
-def test_unknown_and_stopped_servers_are_clear_errors(computer: Any) -> None:
+def test_unknown_and_stopped_servers_are_clear_errors(computer: Computer) -> None:
     with pytest.raises(NotFoundError, match="no MCP server named 'ghost'"):
         computer.servers.list_resources("ghost", timeout=5)
     computer.stop_server("res")

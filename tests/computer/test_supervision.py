@@ -3,6 +3,7 @@ backoff, tool-list changes, runtime configuration, noisy stderr."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 from smcp_sync.computer import Computer, ServerState
 from smcp_sync.protocol import CallToolResult, ErrorCode
 
-from .helpers import TOOL_SERVER, CallLogs, EventLog, stdio_config, wait_until
+from .helpers import FAST, TOOL_SERVER, CallLogs, EventLog, http_config, start_http_server, stdio_config, stop, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -122,6 +123,26 @@ def test_a_server_that_cannot_start_does_not_take_the_computer_down(computer_fac
     assert computer.servers.status("broken").state is ServerState.RESTARTING
 
 
+@pytest.mark.parametrize("transport", ["sse", "streamable"])
+def test_an_http_server_that_goes_away_is_retried_until_it_is_back(computer_factory: Any, transport: str) -> None:
+    events = EventLog()
+    proc, url = start_http_server(TOOL_SERVER, "--transport", transport, stderr=subprocess.DEVNULL)
+    try:
+        computer = computer_factory(http_config("remote", transport, url))
+        computer.add_listener(events)
+        assert computer.call_tool("echo", {"text": "1"}, timeout=10).text == "1"
+        stop(proc)
+        failed = computer.call_tool("echo", {"text": "2"}, timeout=10)  # fails at once, not after 10 s
+        assert failed.error_code == ErrorCode.TOOL_EXECUTION_FAILED
+        events.wait_for(lambda e: e.kind == "disconnected")
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        proc, _ = start_http_server(TOOL_SERVER, "--transport", transport, "--port", port, stderr=subprocess.DEVNULL)
+        events.wait_for(lambda e: e.kind == "connected" and e.status.generation == 2, timeout=20)
+        assert computer.call_tool("echo", {"text": "3"}, timeout=10).text == "3"
+    finally:
+        stop(proc)
+
+
 def test_tools_list_changed_refreshes_the_list_and_emits_an_event(computer_factory: Any) -> None:
     events = EventLog()
     computer = computer_factory(stdio_config("tools"))
@@ -181,6 +202,18 @@ def test_heavy_stderr_never_blocks_the_server(computer_factory: Any) -> None:
     computer = computer_factory(stdio_config("noisy", "--noisy-stderr", "256"))
     for i in range(5):
         assert computer.call_tool("echo", {"text": str(i)}, timeout=10).text == str(i)
+
+
+def test_closing_while_a_server_is_still_starting_does_not_hang(no_leaks: None) -> None:
+    # a child that never answers initialize (and ignores its closed stdin)
+    mute = {"name": "mute", "type": "stdio", "server_parameters": {
+        "command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}}
+    computer = Computer("closing", [mute], policy=FAST)
+    computer.start(timeout=0.3)  # returns; the server keeps starting in the background
+    assert computer.servers.status("mute").state is ServerState.STARTING
+    started = time.monotonic()
+    computer.close()
+    assert time.monotonic() - started < 8.0  # stdin closed, then SIGTERM: never the 20 s init timeout
 
 
 def test_close_leaves_no_thread_or_child_process_behind(no_leaks: None) -> None:

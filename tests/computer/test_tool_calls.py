@@ -6,23 +6,30 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import PendingToolCall
+from smcp_sync.computer import Computer, PendingToolCall
 from smcp_sync.protocol import ErrorCode
 
-from .helpers import stdio_config
+from .helpers import FAST, stdio_config
 
 pytestmark = pytest.mark.timeout(60)
 
 GATED = stdio_config("tools", tool_meta={"echo": {"auto_apply": True}})
 
 
-def test_without_a_confirm_callback_every_tool_runs(computer_factory: Any) -> None:
-    computer = computer_factory(stdio_config("tools"))
-    assert computer.call_tool("add", {"a": 1, "b": 2}, timeout=10).text == "3"
+@pytest.fixture(scope="module")
+def plain() -> Iterator[Computer]:
+    """No confirm callback; shared by tests that leave it as they found it."""
+    computer = Computer("plain", [stdio_config("tools")], policy=FAST)
+    yield computer.start()
+    computer.close()
+
+
+def test_without_a_confirm_callback_every_tool_runs(plain: Computer) -> None:
+    assert plain.call_tool("add", {"a": 1, "b": 2}, timeout=10).text == "3"
 
 
 def test_confirm_is_asked_unless_auto_apply_and_a_refusal_is_4005(computer_factory: Any) -> None:
@@ -88,22 +95,27 @@ def test_many_threads_call_tools_at_once(computer_factory: Any) -> None:
     assert len(computer.tool_call_history()) == 10
 
 
-def test_works_from_a_thread_that_runs_an_event_loop(computer_factory: Any) -> None:
+def test_works_from_a_thread_that_runs_an_event_loop(plain: Computer) -> None:
     # a notebook's main thread runs a loop; our calls must not touch it
-    computer = computer_factory(stdio_config("tools"))
-
     async def notebook_cell() -> str:
-        return computer.call_tool("echo", {"text": "from a cell"}, timeout=10).text
+        return plain.call_tool("echo", {"text": "from a cell"}, timeout=10).text
 
     assert asyncio.run(notebook_cell()) == "from a cell"
 
 
-def test_bad_arguments_are_refused_clearly(computer_factory: Any) -> None:
-    computer = computer_factory(stdio_config("tools"))
+def test_bad_arguments_are_refused_clearly(plain: Computer) -> None:
     with pytest.raises(TypeError, match="params must be a dict"):
-        computer.call_tool("echo", ["x"], timeout=10)  # type: ignore[arg-type]
+        plain.call_tool("echo", ["x"], timeout=10)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="timeout must be positive"):
-        computer.call_tool("echo", {"text": "x"}, timeout=0)
+        plain.call_tool("echo", {"text": "x"}, timeout=0)
     # wrong argument types reach the tool, which reports them as a tool error
-    result = computer.call_tool("add", {"a": "x", "b": 1}, timeout=10)
+    result = plain.call_tool("add", {"a": "x", "b": 1}, timeout=10)
     assert result.is_error and "invalid arguments" in result.text
+
+
+def test_a_cancel_that_arrives_before_its_call_still_cancels_it(plain: Computer) -> None:
+    # Socket.IO may hand the two events to their threads in either order
+    assert plain.cancel_tool_call("early-1") is False
+    result = plain.call_tool("sleep", {"seconds": 30}, timeout=10, req_id="early-1")
+    assert result.meta == {"error_code": 4003, "a2c_cancelled": True}
+    assert plain.call_tool("echo", {"text": "next"}, timeout=10, req_id="early-1").text == "next"  # remembered once
