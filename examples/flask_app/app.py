@@ -1,6 +1,6 @@
 """A Flask app that mounts the SMCP Server and calls tools on Computers through an Agent.
 
-    cd examples/flask_app && gunicorn app:app        # settings: gunicorn.conf.py
+    cd examples/flask_app && gunicorn        # serves app:app with ./gunicorn.conf.py
 
 One process serves both the web pages and the Socket.IO endpoint (``/socket.io``):
 Computers and other Agents connect to the same URL as the browser. The view does not
