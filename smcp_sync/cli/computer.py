@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--input", action="append", default=[], metavar="ID=VALUE", help="value of an input (repeatable)"
     )
-    parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV), help=f"the Server's API key (default: ${API_KEY_ENV})")
+    parser.add_argument(
+        "--api-key", default=os.environ.get(API_KEY_ENV), help=f"the Server's API key (default: ${API_KEY_ENV})"
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for starting and joining (default: 30)")
     parser.set_defaults(func=run)
 

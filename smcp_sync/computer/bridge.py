@@ -119,4 +119,6 @@ async def _cancel_leftover_tasks(timeout: float) -> None:
 
 
 def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    log.error("unhandled error on the Computer's event loop: %s", context.get("message"), exc_info=context.get("exception"))
+    log.error(
+        "unhandled error on the Computer's event loop: %s", context.get("message"), exc_info=context.get("exception")
+    )

@@ -29,7 +29,7 @@ from ..protocol.models import (
 )
 from .bridge import SHUTDOWN_GRACE, EventLoopThread
 from .catalog import ToolCatalog, build_catalog
-from .config_file import ConfigError, load_config
+from .config_file import check_unique_names, load_config
 from .event_pump import EventPump
 from .history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 from .inputs import AskInput, InputResolver
@@ -85,10 +85,7 @@ class Computer:
             self._bridge, self._events.post, InputResolver(definitions, input_values, input_resolver), policy
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
-        names = [c.get("name") if isinstance(c, Mapping) else c.name for c in configs]
-        repeated = sorted({n for n in names if isinstance(n, str) and names.count(n) > 1})
-        if repeated:
-            raise ConfigError(f"MCP server names must be unique; repeated: {repeated}")
+        check_unique_names(configs)
         for server_config in configs:
             self._manager.configure(server_config)
         self._history = ToolCallHistory(history_size)
@@ -195,7 +192,9 @@ class Computer:
     def server_statuses(self) -> list[ServerStatus]:
         return [status for _, status in self._manager.snapshot()]
 
-    def add_server(self, config: MCPServerConfig | Mapping[str, Any], timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
+    def add_server(
+        self, config: MCPServerConfig | Mapping[str, Any], timeout: float = DEFAULT_START_TIMEOUT
+    ) -> ServerStatus:
         """Add an MCP server, or replace the one with the same name; started unless
         disabled (and unless the Computer is not started yet)."""
         model = self._manager.configure(config)

@@ -40,11 +40,16 @@ def load_config(source: Any) -> ComputerConfig:
         inputs = load_inputs(document.get("inputs") or [])
     else:
         servers, inputs = _server_list(document), ()
-    names = [server.get("name") for server in servers]
-    duplicates = sorted({name for name in names if isinstance(name, str) and names.count(name) > 1})
-    if duplicates:
-        raise ConfigError(f"MCP server names must be unique; repeated: {duplicates}")
+    check_unique_names(servers)
     return ComputerConfig(servers=tuple(servers), inputs=inputs)
+
+
+def check_unique_names(servers: Sequence[Any]) -> None:
+    """Refuse repeated MCP server names (config dicts or models)."""
+    names = [server.get("name") if isinstance(server, Mapping) else server.name for server in servers]
+    repeated = sorted({name for name in names if isinstance(name, str) and names.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"MCP server names must be unique; repeated: {repeated}")
 
 
 def load_inputs(source: Any) -> tuple[MCPServerInput, ...]:

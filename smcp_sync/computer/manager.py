@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Mapping, TypeVar
 import anyio
 
 from ..protocol.codec import from_wire, to_wire
-from ..protocol.errors import InternalError, NotFoundError, SMCPError, SMCPTimeoutError
+from ..protocol.errors import BadRequestError, InternalError, NotFoundError, SMCPTimeoutError
 from ..protocol.models import (
     CallToolResult,
     Completion,
@@ -108,8 +108,8 @@ class ServerManager:
         with self._admin:
             connection = self._connection(name)
             if connection.config.disabled:
-                raise SMCPError(
-                    f"MCP server {name!r} is disabled in its configuration", code=400, details={"mcp_server": name}
+                raise BadRequestError(
+                    f"MCP server {name!r} is disabled in its configuration", details={"mcp_server": name}
                 )
             self._start_all([connection], timeout)
             return connection.status
@@ -163,7 +163,9 @@ class ServerManager:
 
     # -- requests -------------------------------------------------------------------------
 
-    def submit_call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float) -> concurrent.futures.Future[CallToolResult]:
+    def submit_call(
+        self, server: str, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> concurrent.futures.Future[CallToolResult]:
         """Start a tool call; cancelling the future cancels the MCP request."""
         return self._bridge.submit(self._connection(server).call_tool(tool, arguments, timeout))
 
@@ -211,7 +213,9 @@ class ServerManager:
         except ServerUnavailable as exc:
             raise MCPServerError(str(exc), details={**details, "state": exc.status.state.value}) from None
         except TimeoutError:
-            raise SMCPTimeoutError(f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details) from None
+            raise SMCPTimeoutError(
+                f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details
+            ) from None
         except McpFailure as exc:
             if exc.code is not None:
                 details["mcp_code"] = exc.code

@@ -19,7 +19,14 @@ import anyio
 import attrs
 
 from ..protocol.models import CallToolResult, MCPServerConfig, StdioServerConfig
-from .mcp_adapter import McpConnectionLost, McpRequestFailed, McpSession, NotificationKind, describe_failure, open_session
+from .mcp_adapter import (
+    McpConnectionLost,
+    McpRequestFailed,
+    McpSession,
+    NotificationKind,
+    describe_failure,
+    open_session,
+)
 from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail

@@ -123,7 +123,8 @@ class ToolCaller:
             return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
         except McpFailure as exc:
             return CallToolResult.failure(
-                ErrorCode.TOOL_EXECUTION_FAILED, f"tool {route.exposed!r} failed: {exc.message}"
+                ErrorCode.TOOL_EXECUTION_FAILED,
+                f"tool {route.exposed!r} failed on MCP server {route.server!r}: {exc.message}",
             )
         finally:
             self._in_flight.unregister(req_id, future)
@@ -165,4 +166,6 @@ def _timed_out(name: str, timeout: float) -> CallToolResult:
 
 
 def _cancelled(name: str) -> CallToolResult:
-    return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {name!r} was cancelled", a2c_cancelled=True)
+    return CallToolResult.failure(
+        ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {name!r} was cancelled", a2c_cancelled=True
+    )

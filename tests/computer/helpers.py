@@ -26,7 +26,9 @@ __all__ = [
 FAST = ServerPolicy(init_timeout=20.0, backoff_initial=0.1, backoff_max=1.0, stop_timeout=5.0)
 
 
-def stdio_config(name: str, *args: str, script: str = TOOL_SERVER, env: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+def stdio_config(
+    name: str, *args: str, script: str = TOOL_SERVER, env: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
     """An official-format stdio server config running a test server script."""
     params: dict[str, Any] = {"command": sys.executable, "args": [script, *args]}
     if env is not None:

@@ -50,8 +50,9 @@ def test_a2c_tool_meta_is_the_merged_meta_as_a_json_string() -> None:
         (config("b"), status("b", "big")),
     ])
     metas = {t.name: t.meta for t in catalog.tools}
-    assert json.loads(metas["echo"][A2C_TOOL_META]) == {"auto_apply": True, "alias": None, "tags": ["fs"], "ret_object_mapper": None}
-    assert json.loads(metas["add"][A2C_TOOL_META]) == {"auto_apply": False, "alias": None, "tags": ["fs"], "ret_object_mapper": None}
+    every_key = {"alias": None, "tags": ["fs"], "ret_object_mapper": None}  # nulls included, as the spec shows
+    assert json.loads(metas["echo"][A2C_TOOL_META]) == {"auto_apply": True, **every_key}
+    assert json.loads(metas["add"][A2C_TOOL_META]) == {"auto_apply": False, **every_key}
     assert metas["big"] == {}  # nothing configured: no a2c_tool_meta (spec scenario 1)
     assert catalog.routes["echo"].auto_apply and not catalog.routes["add"].auto_apply
 

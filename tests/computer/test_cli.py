@@ -93,7 +93,9 @@ def test_serves_the_configured_tools_until_stopped(
         (["--config", "{config}", "--api-key", "wrong"], 1, "[401] authentication failed"),
     ],
 )
-def test_failures_exit_with_a_code_and_a_reason(server: SMCPServer, tmp_path: Path, args: list[str], code: int, message: str) -> None:
+def test_failures_exit_with_a_code_and_a_reason(
+    server: SMCPServer, tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps([]))
     filled = [a.format(missing=tmp_path / "nope.json", config=config) for a in args]

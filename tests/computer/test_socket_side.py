@@ -149,7 +149,9 @@ def test_after_a_dropped_connection_the_computer_rejoins_by_itself(
     assert from_wire(CallToolResult, answer).text == "again"
 
 
-def test_a_refused_join_raises_and_leaves_nothing_connected(server: SMCPServer, computer: Computer, computer_factory: Any) -> None:
+def test_a_refused_join_raises_and_leaves_nothing_connected(
+    server: SMCPServer, computer: Computer, computer_factory: Any
+) -> None:
     twin = computer_factory(name="c1")  # same name, same office
     with pytest.raises(SMCPError, match="a computer named 'c1' is already in office"):
         twin.connect(server.url, OFFICE)
@@ -192,7 +194,8 @@ def test_bad_requests_get_a_400_naming_the_field(computer_factory: Any, no_leaks
         assert elsewhere["error"]["code"] == 404
         assert ask(events.GET_TOOLS, "not an object")["error"]["code"] == 400
         # the handler threads survived: a good request still works
-        assert ask(events.TOOL_CALL, {**base, "tool_name": "echo", "params": {"text": "ok"}, "timeout": 5})["content"][0]["text"] == "ok"
+        good = ask(events.TOOL_CALL, {**base, "tool_name": "echo", "params": {"text": "ok"}, "timeout": 5})
+        assert good["content"][0]["text"] == "ok"
         computer.disconnect()
     finally:
         raw.eio.drop_all_connections()
