@@ -44,39 +44,33 @@ class StreamableHttpServerParameters:
 
 
 @wire_model
-class StdioServerConfig:
+class _ServerConfigBase:
+    """Fields every MCP server config has, whatever its transport."""
+
     name: str
+    disabled: bool = False
+    forbidden_tools: list[str] = empty_list()
+    tool_meta: dict[str, ToolMeta] = empty_dict()
+    default_tool_meta: ToolMeta | None = None
+    vrl: str | None = None
+
+
+@wire_model
+class StdioServerConfig(_ServerConfigBase):
     server_parameters: StdioServerParameters
     type: Literal["stdio"] = "stdio"
-    disabled: bool = False
-    forbidden_tools: list[str] = empty_list()
-    tool_meta: dict[str, ToolMeta] = empty_dict()
-    default_tool_meta: ToolMeta | None = None
-    vrl: str | None = None
 
 
 @wire_model
-class SseServerConfig:
-    name: str
+class SseServerConfig(_ServerConfigBase):
     server_parameters: SseServerParameters
     type: Literal["sse"] = "sse"
-    disabled: bool = False
-    forbidden_tools: list[str] = empty_list()
-    tool_meta: dict[str, ToolMeta] = empty_dict()
-    default_tool_meta: ToolMeta | None = None
-    vrl: str | None = None
 
 
 @wire_model
-class StreamableHttpServerConfig:
-    name: str
+class StreamableHttpServerConfig(_ServerConfigBase):
     server_parameters: StreamableHttpServerParameters
     type: Literal["streamable"] = "streamable"
-    disabled: bool = False
-    forbidden_tools: list[str] = empty_list()
-    tool_meta: dict[str, ToolMeta] = empty_dict()
-    default_tool_meta: ToolMeta | None = None
-    vrl: str | None = None
 
 
 MCPServerConfig = Union[StdioServerConfig, SseServerConfig, StreamableHttpServerConfig]

@@ -22,29 +22,31 @@ class Annotations:
 
 
 @wire_model
-class TextContent:
-    text: str
-    type: Literal["text"] = "text"
+class _Annotated:
+    """What every MCP content block may carry besides its payload."""
+
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = field(default=None, **_META)
 
 
 @wire_model
-class ImageContent:
+class TextContent(_Annotated):
+    text: str
+    type: Literal["text"] = "text"
+
+
+@wire_model
+class ImageContent(_Annotated):
     data: str
     mime_type: str = field(wire="mimeType")
     type: Literal["image"] = "image"
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
 
 
 @wire_model
-class AudioContent:
+class AudioContent(_Annotated):
     data: str
     mime_type: str = field(wire="mimeType")
     type: Literal["audio"] = "audio"
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
 
 
 @wire_model
@@ -68,32 +70,13 @@ ResourceContents = Union[TextResourceContents, BlobResourceContents]
 
 
 @wire_model
-class EmbeddedResource:
+class EmbeddedResource(_Annotated):
     resource: ResourceContents
     type: Literal["resource"] = "resource"
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
 
 
 @wire_model
-class ResourceLink:
-    uri: str
-    name: str
-    type: Literal["resource_link"] = "resource_link"
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = field(default=None, wire="mimeType")
-    size: int | None = None
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
-
-
-#: Tagged by `type`.
-ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
-
-
-@wire_model
-class Resource:
+class Resource(_Annotated):
     """One entry of an MCP server's `resources/list`."""
 
     uri: str
@@ -102,5 +85,15 @@ class Resource:
     description: str | None = None
     mime_type: str | None = field(default=None, wire="mimeType")
     size: int | None = None
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
+
+
+@wire_model
+class ResourceLink(Resource):
+    """A content block pointing at a resource (same fields as a listed `Resource`)."""
+
+    type: Literal["resource_link"] = "resource_link"
+
+
+#: Tagged by `type`.
+ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from ._fields import empty_list, wire_model
 
 #: The 19 standard element categories (spec/finder.md, 元素类型).
@@ -39,17 +41,24 @@ class GetFinderReq:
 
 
 @wire_model
-class DPEDocumentSummary:
+class _DocumentMetadata:
+    """Document-level metadata (spec/finder.md 文档级元数据), shared by the Level 1 answer
+    and the catalogue entry."""
+
     doc_ref: str
     uri: str
     file_uri: str
     file_type: str
     title: str
     page_count: int
-    server: str
     keywords: list[str] | None = None
     summary: str | None = None
     last_modified: str | None = None
+
+
+@wire_model
+class DPEDocumentSummary(_DocumentMetadata):
+    server: str
 
 
 @wire_model
@@ -69,36 +78,17 @@ class DPEPageSummary:
 
 
 @wire_model
-class DPEDocument:
+class DPEDocument(_DocumentMetadata):
     """Level 1 (`depth=metadata`, or `depth=pages` with the page index fields set)."""
 
-    doc_ref: str
-    uri: str
-    file_uri: str
-    file_type: str
-    title: str
-    page_count: int
-    keywords: list[str] | None = None
-    summary: str | None = None
-    last_modified: str | None = None
     pages: list[DPEPageSummary] | None = None
     page_offset: int | None = None
     page_limit: int | None = None
     page_total: int | None = None
 
     def to_summary(self, server: str) -> DPEDocumentSummary:
-        return DPEDocumentSummary(
-            doc_ref=self.doc_ref,
-            uri=self.uri,
-            file_uri=self.file_uri,
-            file_type=self.file_type,
-            title=self.title,
-            page_count=self.page_count,
-            server=server,
-            keywords=self.keywords,
-            summary=self.summary,
-            last_modified=self.last_modified,
-        )
+        metadata = {a.name: getattr(self, a.name) for a in attrs.fields(_DocumentMetadata)}
+        return DPEDocumentSummary(server=server, **metadata)
 
 
 @wire_model
