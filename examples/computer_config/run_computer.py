@@ -3,7 +3,7 @@
     python examples/computer_config/run_computer.py --url http://127.0.0.1:8000 \\
         --office web-office [--name laptop] [--config FILE] [--input ID=VALUE ...] [--api-key KEY]
 
-Run it from the repository root (the config's paths are relative to it), in the
+Run it from the repository root (the default documents folder is relative to it), in the
 virtualenv where smcp-sync is installed (the config starts `python`).
 
 Nothing is ever prompted, so it runs as a service or in a container: the value of each

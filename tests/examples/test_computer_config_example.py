@@ -60,9 +60,10 @@ def stop(script: subprocess.Popen) -> None:
 
 
 def mcp_server_processes(script: subprocess.Popen) -> dict[str, psutil.Process]:
-    """The script's MCP server children, by script name (tools_server.py, ...)."""
+    """The script's MCP server children, by module name (tools_server, ...): each runs
+    as `python -m smcp_sync.demo.servers.<name>`."""
     children = psutil.Process(script.pid).children()
-    return {Path(child.cmdline()[1]).name: child for child in children}
+    return {child.cmdline()[2].rpartition(".")[2]: child for child in children}
 
 
 @attrs.define
@@ -116,10 +117,10 @@ def test_serves_the_configured_servers_with_resolved_inputs_until_ctrl_c(office,
 
         # What each input became, where the MCP servers see it.
         servers = mcp_server_processes(script)
-        assert sorted(servers) == ["documents_server.py", "tools_server.py", "window_server.py"]
-        assert servers["tools_server.py"].cmdline()[2:] == ["--root", "examples/documents"]  # promptString default
-        assert servers["window_server.py"].cmdline()[2:] == ["--fullscreen", "browser"]  # pickString, --input
-        assert servers["documents_server.py"].environ()["DOCS_ACCESS_TOKEN"] == TOKEN  # password, environment
+        assert sorted(servers) == ["documents_server", "tools_server", "window_server"]
+        assert servers["tools_server"].cmdline()[3:] == ["--root", "smcp_sync/demo/documents"]  # promptString default
+        assert servers["window_server"].cmdline()[3:] == ["--fullscreen", "browser"]  # pickString, --input
+        assert servers["documents_server"].environ()["DOCS_ACCESS_TOKEN"] == TOKEN  # password, environment
 
         # ... and what agents see of it: placeholders, never the secret.
         config = agent.get_config("laptop")

@@ -1,7 +1,7 @@
-"""The bundled example MCP servers (examples/servers), driven as child processes over stdio
+"""The bundled example MCP servers (smcp_sync.demo.servers), driven as child processes over stdio
 with the ``mcp`` SDK client, exactly as a Computer or the demo runs them.
 
-The documents server always serves a copy of examples/documents in tmp_path (with fixed
+The documents server always serves a copy of the sample documents in tmp_path (with fixed
 modification times, so order and ``last_modified`` are known), so tests may add, edit and
 remove files. Each test runs its own event loop with ``asyncio.run``; ``stdio_client``
 stops the child when the session ends.
@@ -34,16 +34,17 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
+from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.context.dpe_render import render_markdown, render_text
 from smcp_sync.protocol.models.finder import ELEMENT_CATEGORIES, DPEElementDetail
 from smcp_sync.protocol.window_uri import parse_window_uri
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-DOCUMENTS_SERVER = str(EXAMPLES / "servers" / "documents_server.py")
-WINDOW_SERVER = str(EXAMPLES / "servers" / "window_server.py")
-TOOLS_SERVER = str(EXAMPLES / "servers" / "tools_server.py")
+SERVERS = "smcp_sync.demo.servers"
+DOCUMENTS_SERVER = f"{SERVERS}.documents_server"
+WINDOW_SERVER = f"{SERVERS}.window_server"
+TOOLS_SERVER = f"{SERVERS}.tools_server"
 HOST = "com.example.docs"
 WAIT = 15.0  # upper bound for any notification; they normally arrive within a poll interval
 
@@ -100,7 +101,7 @@ def replace_file(path: Path, data: str | bytes, mtime: str | None = None) -> Non
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     folder = tmp_path / "documents"
-    shutil.copytree(EXAMPLES / "documents", folder)
+    shutil.copytree(SAMPLE_DOCUMENTS, folder)
     for name, iso in MTIMES.items():
         set_mtime(folder / name, iso)
     return folder
@@ -135,10 +136,10 @@ class Recorder:
 
 @contextlib.asynccontextmanager
 async def connect(
-    script: str, *args: str, tmp_path: Path, recorder: Recorder | None = None
+    module: str, *args: str, tmp_path: Path, recorder: Recorder | None = None
 ) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=[script, *args])
-    with open(tmp_path / f"{Path(script).stem}-{time.monotonic_ns()}.stderr", "w", encoding="utf-8") as errlog:
+    params = StdioServerParameters(command=sys.executable, args=["-m", module, *args])
+    with open(tmp_path / f"{module.rpartition('.')[2]}-{time.monotonic_ns()}.stderr", "w", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, message_handler=recorder) as session:
                 await session.initialize()
@@ -170,7 +171,7 @@ async def subscribe(session: ClientSession, resource_uri: str) -> None:
 
 
 def assert_finder_error(error: MCPError, smcp_code: int, **details: Any) -> None:
-    """The convention of examples/servers/finder_errors.py."""
+    """The convention of smcp_sync/demo/servers/finder_errors.py."""
     assert error.code == (-32602 if smcp_code == 4204 else -32002), error
     assert error.message.startswith(f"[{smcp_code}] "), error.message
     assert error.data["smcp_code"] == smcp_code
@@ -564,7 +565,7 @@ def test_documents_server_refuses_a_bad_command_line(tmp_path: Path) -> None:
     ]
     runs = [  # started together: each spends its time importing
         subprocess.Popen(
-            [sys.executable, DOCUMENTS_SERVER, *args],
+            [sys.executable, "-m", DOCUMENTS_SERVER, *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         for args, _ in cases
@@ -701,13 +702,8 @@ def test_tools_server_tools(docs: Path, tmp_path: Path) -> None:
 
 
 def example_module(name: str) -> Any:
-    """A module of examples/servers, imported the way the scripts import their siblings."""
-    servers = str(EXAMPLES / "servers")
-    sys.path.insert(0, servers)
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(servers)
+    """A module of the example servers' package."""
+    return importlib.import_module(f"{SERVERS}.{name}")
 
 
 def joined(tokens: list[str], max_size: int) -> st.SearchStrategy[str]:

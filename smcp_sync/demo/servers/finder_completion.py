@@ -22,8 +22,8 @@ import attrs
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from document_library import DocumentLibrary, LoadedDocument
-from finder_errors import document_not_found, page_out_of_range
+from .document_library import DocumentLibrary, LoadedDocument
+from .finder_errors import document_not_found, page_out_of_range
 
 MAX_VALUES = 100
 

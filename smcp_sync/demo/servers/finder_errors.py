@@ -29,7 +29,7 @@ from typing import Any
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
-from notifying_server import RESOURCE_NOT_FOUND
+from .notifying_server import RESOURCE_NOT_FOUND
 from smcp_sync.protocol.errors import ErrorCode, SMCPError
 
 

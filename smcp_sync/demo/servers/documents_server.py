@@ -1,9 +1,9 @@
 """An MCP server (stdio) that serves a folder of real files as Finder ``dpe://`` documents.
 
-    python examples/servers/documents_server.py [--root DIR] [--host-id com.example.docs]
-                                                [--poll-interval 0.5]
+    python -m smcp_sync.demo.servers.documents_server [--root DIR] [--host-id com.example.docs]
+                                                      [--poll-interval 0.5]
 
-    --root DIR          the folder to serve (default: the bundled examples/documents)
+    --root DIR          the folder to serve (default: the bundled sample documents)
     --host-id ID        the dpe:// host of every URI (default com.example.docs)
     --poll-interval S   seconds between two looks at the folder (default 0.5)
 
@@ -42,11 +42,12 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from document_library import DocumentLibrary
-from dpe_views import render, view_for
-from finder_completion import complete, templates
-from finder_errors import as_mcp_error, document_not_found
-from notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
+from .. import SAMPLE_DOCUMENTS
+from .document_library import DocumentLibrary
+from .dpe_views import render, view_for
+from .finder_completion import complete, templates
+from .finder_errors import as_mcp_error, document_not_found
+from .notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
 from smcp_sync import __version__
 from smcp_sync.protocol.dpe_uri import DPEURI, parse_dpe_uri
 from smcp_sync.protocol.errors import SMCPError
@@ -54,7 +55,6 @@ from smcp_sync.protocol.errors import SMCPError
 log = logging.getLogger("documents_server")
 
 Ctx = ServerRequestContext[Any, Any]
-BUNDLED_DOCUMENTS = Path(__file__).resolve().parent.parent / "documents"
 
 
 class DocumentsServer(NotifyingServer):
@@ -149,7 +149,7 @@ class DocumentsServer(NotifyingServer):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=BUNDLED_DOCUMENTS, help="folder to serve")
+    parser.add_argument("--root", type=Path, default=SAMPLE_DOCUMENTS, help="folder to serve")
     parser.add_argument("--host-id", default="com.example.docs", help="dpe:// host of the URIs")
     parser.add_argument("--poll-interval", type=float, default=0.5, help="seconds between folder scans")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """An MCP server (stdio) with a few Desktop ``window://`` windows, one of them live.
 
-    python examples/servers/window_server.py [--interval 2] [--host-id com.example.desktop]
-                                             [--fullscreen monitor|browser|editor|terminal|none]
+    python -m smcp_sync.demo.servers.window_server [--interval 2] [--host-id com.example.desktop]
+                                                   [--fullscreen monitor|browser|editor|terminal|none]
 
 What it offers (spec/desktop.md, "MCP Server 实现指南"):
 
@@ -41,7 +41,7 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
+from .notifying_server import RESOURCE_NOT_FOUND, NotifyingServer, run_stdio
 from smcp_sync import __version__
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.window_uri import WindowURI

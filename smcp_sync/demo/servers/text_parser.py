@@ -12,7 +12,7 @@ from __future__ import annotations
 from itertools import groupby
 from typing import Iterator
 
-from parsed_document import Block, ParsedDocument, Section, lines_of, shorten
+from .parsed_document import Block, ParsedDocument, Section, lines_of, shorten
 
 MAX_TITLE = 80
 SUMMARY_LENGTH = 160

@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Union
 
-from front_matter import split_front_matter
-from parsed_document import Block, ParsedDocument, Section, lines_of, shorten, table_block
+from .front_matter import split_front_matter
+from .parsed_document import Block, ParsedDocument, Section, lines_of, shorten, table_block
 
 PAGE_HEADING_LEVEL = 2
 MAX_DERIVED_KEYWORDS = 8

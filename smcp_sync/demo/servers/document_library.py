@@ -33,10 +33,10 @@ from typing import Callable, Iterator
 
 import attrs
 
-from markdown_parser import parse_markdown
-from parsed_document import Element, ParsedDocument, number_elements
-from tabular_parser import parse_table
-from text_parser import parse_text
+from .markdown_parser import parse_markdown
+from .parsed_document import Element, ParsedDocument, number_elements
+from .tabular_parser import parse_table
+from .text_parser import parse_text
 
 log = logging.getLogger(__name__)
 

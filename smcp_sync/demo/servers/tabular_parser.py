@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 
-from parsed_document import ParsedDocument, Section, table_block
+from .parsed_document import ParsedDocument, Section, table_block
 
 MAX_KEYWORDS = 8
 

@@ -1,9 +1,9 @@
 """An MCP server (stdio) with a handful of useful, deterministic tools for the demo.
 
-    python examples/servers/tools_server.py [--root DIR]
+    python -m smcp_sync.demo.servers.tools_server [--root DIR]
 
     --root DIR   the folder `list_documents` / `read_document` read (default: the bundled
-                 examples/documents, the same folder the documents server serves)
+                 sample documents, the same folder the documents server serves)
 
 Tools (all read-only; a refused input is a tool result with ``isError: true`` whose
 text says what was wrong):
@@ -37,11 +37,11 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from arithmetic import ArithmeticRefused, evaluate, format_number
-from document_library import FORMATS, servable_files
+from .. import SAMPLE_DOCUMENTS
+from .arithmetic import ArithmeticRefused, evaluate, format_number
+from .document_library import FORMATS, servable_files
 from smcp_sync import __version__
 
-BUNDLED_DOCUMENTS = Path(__file__).resolve().parent.parent / "documents"
 MAX_READ = 100_000
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -139,7 +139,7 @@ def _document_text(root: Path, relative: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=BUNDLED_DOCUMENTS, help="folder of read_document")
+    parser.add_argument("--root", type=Path, default=SAMPLE_DOCUMENTS, help="folder of read_document")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         parser.error(f"--root {args.root} is not a folder")

@@ -23,9 +23,9 @@ from typing import Any, Callable, Union
 
 import attrs
 
-from document_library import DocumentLibrary, LoadedDocument
-from finder_errors import document_not_found, element_not_found, page_out_of_range
-from parsed_document import Element
+from .document_library import DocumentLibrary, LoadedDocument
+from .finder_errors import document_not_found, element_not_found, page_out_of_range
+from .parsed_document import Element
 from smcp_sync.context.dpe_render import render_markdown, render_text
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.dpe_uri import DPEURI
