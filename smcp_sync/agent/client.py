@@ -7,10 +7,12 @@ views, scripts, worker threads and Jupyter cells (DESIGN §2).
 Caches: `tool_cache` holds each Computer's tools, kept current by the notifications
 (`enter_office`, `update_config`, `update_tool_list` re-fetch; `leave_office` drops),
 by every `get_tools` answer, and by a re-read of the office after `join_office` and
-after each automatic re-join. Desktops are fetched on demand by `get_desktop`; with
-`prefetch_desktop=True` the Agent also re-fetches a Computer's desktop when it enters
-or reports `update_desktop`, into `desktop_cache`. `update_finder` is only passed to
-callbacks.
+after each automatic re-join. Desktops and Finder catalogues are fetched on demand by
+`get_desktop` / `get_finder`; with `prefetch_desktop=True` (`prefetch_finder=True`) the
+Agent also re-fetches a Computer's desktop (its first catalogue page, unfiltered) when
+it enters or reports `update_desktop` (`update_finder`), into `desktop_cache`
+(`finder_cache`). Resource reads and the Finder navigation helpers live in `resources`
+and `finder`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..protocol.models import (
     GetComputerConfigRet,
     GetDeskTopReq,
     GetDeskTopRet,
+    GetFinderRet,
     GetToolsReq,
     GetToolsRet,
     ListRoomReq,
@@ -38,8 +41,10 @@ from ..protocol.models import (
 )
 from .cache import ComputerCache
 from .dispatcher import Dispatcher
+from .finder import FinderMethods
 from .notifications import Notifications
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
+from .resources import ResourceMethods
 from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCalls
 
 logger = logging.getLogger(__name__)
@@ -55,9 +60,10 @@ _REFETCH_TOOLS = frozenset(
     {events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_CONFIG_NOTIFICATION, events.UPDATE_TOOL_LIST_NOTIFICATION}
 )
 _REFETCH_DESKTOP = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_DESKTOP_NOTIFICATION})
+_REFETCH_FINDER = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_FINDER_NOTIFICATION})
 
 
-class Agent:
+class Agent(FinderMethods, ResourceMethods):
     """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"api_key": key}``)."""
 
     def __init__(
@@ -66,6 +72,7 @@ class Agent:
         auth: Mapping[str, Any] | None = None,
         *,
         prefetch_desktop: bool = False,
+        prefetch_finder: bool = False,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
     ):
@@ -73,10 +80,13 @@ class Agent:
             raise ValueError("an Agent needs a non-empty name")
         self.name = name
         self.prefetch_desktop = prefetch_desktop
+        self.prefetch_finder = prefetch_finder
         #: Each Computer's tools (tuples of `SMCPTool`), by computer name.
         self.tool_cache: ComputerCache[tuple[SMCPTool, ...]] = ComputerCache()
         #: Each Computer's desktop (tuples of window strings), filled with `prefetch_desktop`.
         self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache()
+        #: Each Computer's first unfiltered catalogue page, filled with `prefetch_finder`.
+        self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache()
         self._connection = Connection("agent", name, auth=auth, reconnect=reconnect)
         self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
@@ -225,6 +235,8 @@ class Agent:
             self._refresh(computer, self.get_tools)
         if event in _REFETCH_DESKTOP and self.prefetch_desktop:
             self._refresh(computer, self.get_desktop)
+        if event in _REFETCH_FINDER and self.prefetch_finder:
+            self._refresh(computer, self.get_finder)
 
     def _resync(self) -> None:
         """Re-read the office: cache every Computer present, forget those gone."""
@@ -242,6 +254,8 @@ class Agent:
             self._refresh(computer, self.get_tools)
             if self.prefetch_desktop:
                 self._refresh(computer, self.get_desktop)
+            if self.prefetch_finder:
+                self._refresh(computer, self.get_finder)
 
     def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
         try:
@@ -256,7 +270,9 @@ class Agent:
     def _forget(self, computer: str) -> None:
         self.tool_cache.drop(computer)
         self.desktop_cache.drop(computer)
+        self.finder_cache.drop(computer)
 
     def _clear_caches(self) -> None:
         self.tool_cache.clear()
         self.desktop_cache.clear()
+        self.finder_cache.clear()

@@ -4,6 +4,11 @@
         tools COMPUTER                      the Computer's tools
         call COMPUTER TOOL [PARAMS_JSON]    call a tool (exit 1 when the tool reports an error)
         desktop COMPUTER [--size N] [--window URI]
+        finder COMPUTER [--keyword K]... [--file-type T] [--offset N] [--limit N]
+                                            the Finder catalogue (documents and their dpe:// URIs)
+        read COMPUTER URI [--mcp-server NAME]
+                                            read a resource, e.g. a dpe:// page:
+                                            dpe://HOST/DOC/pages/0?format=markdown
         room                                every session in the office
 
 The Agent joins the office for the duration of the command, so it is refused (4101)
@@ -22,7 +27,8 @@ from ..agent import Agent
 from ..protocol.codec import to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
-from ..protocol.models import CallToolResult
+from ..agent.resources import check_uri, content_value
+from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
 from .server import API_KEY_ENV
 
 DEFAULT_NAME = "smcp-sync-cli"
@@ -56,6 +62,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     desktop.add_argument("computer")
     desktop.add_argument("--size", type=int, help="at most this many windows")
     desktop.add_argument("--window", help="only this window:// URI")
+    finder = actions.add_parser("finder", help="list a Computer's Finder documents")
+    finder.add_argument("computer")
+    finder.add_argument(
+        "--keyword", action="append", dest="keywords", metavar="K", help="keep documents matching it (repeatable)"
+    )
+    finder.add_argument("--file-type", help="keep documents of exactly this type, e.g. md")
+    finder.add_argument("--offset", type=int, default=0, help="skip this many documents (default: 0)")
+    finder.add_argument("--limit", type=int, default=DEFAULT_FINDER_LIMIT, help="at most this many, 1-100 (default 20)")
+    read = actions.add_parser("read", help="read a resource: dpe://, window:// or, with --mcp-server, any URI")
+    read.add_argument("computer")
+    read.add_argument("uri")
+    read.add_argument("--mcp-server", help="the MCP server to ask (needed unless dpe:// or window://)")
     actions.add_parser("room", help="list the sessions in the office")
     parser.set_defaults(func=run)
 
@@ -71,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail("PARAMS must be a JSON object, e.g. '{\"text\": \"hi\"}'", EXIT_USAGE)
     if not args.timeout > 0:
         return _fail("--timeout must be > 0", EXIT_USAGE)
+    if args.action == "read":
+        try:
+            check_uri(args.uri)
+        except SMCPError as exc:
+            return _fail(exc.message, EXIT_USAGE)
 
     auth = {"api_key": args.api_key, "access_token": args.api_key} if args.api_key else None  # ours / official SDK
     try:
@@ -93,6 +116,12 @@ def _act(agent: Agent, args: argparse.Namespace, params: dict | None) -> Any:
         return agent.call_tool(args.computer, args.tool, params, timeout=args.timeout)
     if args.action == "desktop":
         return agent.get_desktop(args.computer, desktop_size=args.size, window=args.window, timeout=args.timeout)
+    if args.action == "finder":
+        return agent.get_finder(
+            args.computer, args.keywords, args.file_type, args.offset, args.limit, timeout=args.timeout
+        )
+    if args.action == "read":
+        return agent.read_resource_contents(args.computer, args.uri, mcp_server=args.mcp_server, timeout=args.timeout)
     return agent.list_room(timeout=args.timeout)
 
 
@@ -103,12 +132,29 @@ def _human(action: str, result: Any) -> str:
         return "\n".join(f"{session.role}\t{session.name}\t{session.sid}" for session in result)
     if action == "desktop":
         return "\n\n".join(result)
+    if action == "finder":
+        return _catalogue(result)
+    if action == "read":
+        return "\n\n".join(_content(content) for content in result)
     shown = [result.text] if result.text else []
     shown += [json.dumps(to_wire(block), ensure_ascii=False) for block in result.content if block.type != "text"]
     if result.structured_content is not None and not result.text:
         shown.append(json.dumps(result.structured_content, ensure_ascii=False))
     prefix = f"tool error [{result.error_code}]: " if result.is_error else ""
     return prefix + "\n".join(shown)
+
+
+def _catalogue(finder: GetFinderRet) -> str:
+    lines = [f"{doc.uri}\t{doc.file_type}\t{doc.page_count} pages\t{doc.title}" for doc in finder.documents]
+    return "\n".join([*lines, f"({len(finder.documents)} of {finder.total_count} documents)"])
+
+
+def _content(content: Any) -> str:
+    """Text as is, JSON pretty-printed; a blob only described (`--json` has its data)."""
+    if isinstance(content, BlobResourceContents):
+        return f"[blob {content.uri}: {len(content_value(content))} bytes of {content.mime_type or 'unknown type'}]"
+    value = content_value(content)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def _first_line(text: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smcp_sync import Agent
+from smcp_sync import Agent, Computer
 
 nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbformat, nbclient and ipykernel")
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbformat, nbclient and ipykernel")
@@ -19,7 +19,8 @@ pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.usefixtures("no_leaks"),
     pytest.mark.skipif(
-        not hasattr(Agent, "get_finder"), reason="the notebook browses the Finder: needs Agent.get_finder (issue 6)"
+        not (hasattr(Agent, "get_finder") and hasattr(Computer, "finder")),
+        reason="the notebook browses the Finder: needs Agent.get_finder and the Computer's Finder (issue 6)",
     ),
 ]
 
