@@ -1,0 +1,208 @@
+"""Run the smcp_sync benchmarks on loopback and print Markdown tables.
+
+From the repository root (the dev virtualenv: smcp_sync installed, plus psutil)::
+
+    python -m benchmarks                      # everything, a few minutes
+    python -m benchmarks --only tool_call,floors
+    python -m benchmarks --quick              # tiny counts: checks the script works
+    python -m benchmarks --json out.json --markdown out.md
+
+Sections: see `SECTIONS`. The official SDK section builds (once) or reuses its own
+virtualenv (tests/interop/venv.py). A section that fails is reported and the exit
+status is 1; the others still run. Progress goes to stderr, the report to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tests.interop.venv import official_sdk_python
+
+from . import echo, loadgen, memory, paths, report, roundtrip
+
+log = logging.getLogger("benchmarks")
+
+#: Per round and path; `ROUNDS` rounds (see roundtrip.py for why rounds).
+FULL_PLAN = loadgen.LoadPlan()
+QUICK_PLAN = loadgen.LoadPlan(
+    warmup=3, sequential_calls=20, sequential_budget=3.0, concurrent_calls=30, concurrent_budget=1.0
+)
+FULL_ROUNDS, QUICK_ROUNDS = 5, 2
+FULL_MEMORY_LEVELS = (10, 100, 300)
+QUICK_MEMORY_LEVELS = (2, 5)
+
+#: Round-trip sections and the paths they measure (all measured together, in rounds).
+ROUND_TRIP_PATHS = {
+    "floors": ("mcp_direct", "raw_socketio", "local_computer"),
+    "tool_call": ("smcp_sync",),
+    "official": ("official",),
+}
+SECTIONS = (*ROUND_TRIP_PATHS, "memory")
+
+
+class Run:
+    """Settings and results of one invocation."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.sections = args.only
+        self.plan = QUICK_PLAN if args.quick else FULL_PLAN
+        if args.levels:
+            self.plan = dataclasses.replace(self.plan, levels=args.levels)
+        self.rounds = args.rounds or (QUICK_ROUNDS if args.quick else FULL_ROUNDS)
+        self.memory_levels = args.memory_levels or (QUICK_MEMORY_LEVELS if args.quick else FULL_MEMORY_LEVELS)
+        self.official_python = functools.cache(official_sdk_python)  # builds or checks the venv: once
+        choice = args.echo
+        if choice == "auto":
+            choice = "official" if "official" in self.sections else "tool-server"
+        self.echo = echo.choose(choice, args.echo_command, self.official_python)
+        self.outcomes: dict[str, list[dict[str, Any]]] = {}
+        self.memory: dict[str, Any] | None = None
+        self.loads: dict[str, tuple[list[float], list[float]]] = {}
+        self.failures: dict[str, str] = {}
+
+    def _path_factories(self) -> dict[str, Any]:
+        factories = {
+            "mcp_direct": lambda: paths.mcp_direct(self.echo),
+            "raw_socketio": paths.raw_socketio,
+            "local_computer": lambda: paths.local_computer(self.echo),
+            "smcp_sync": lambda: paths.smcp_sync(self.echo),
+            "official": lambda: paths.official(self.echo, self.official_python),
+        }
+        wanted = [key for section in ROUND_TRIP_PATHS if section in self.sections for key in ROUND_TRIP_PATHS[section]]
+        return {key: factories[key] for key in wanted}
+
+    def round_trips(self) -> None:
+        self.outcomes, failures = roundtrip.run_rounds(self._path_factories(), self.plan, self.rounds)
+        self.failures.update(failures)
+
+    def memory_section(self) -> None:
+        self.memory = memory.idle_clients(self.memory_levels)
+
+    def run(self) -> None:
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if any(section in self.sections for section in ROUND_TRIP_PATHS):
+            steps.append(("round trips", self.round_trips))
+        if "memory" in self.sections:
+            steps.append(("memory", self.memory_section))
+        for name, step in steps:
+            log.info("%s ...", name)
+            before, started = list(os.getloadavg()), time.monotonic()
+            try:
+                step()
+            except Exception as exc:
+                log.exception("%s failed", name)
+                self.failures[name] = f"{type(exc).__name__}: {exc}"
+            self.loads[name] = (before, list(os.getloadavg()))
+            log.info("%s done in %.1f s", name, time.monotonic() - started)
+
+    # -- output -------------------------------------------------------------------------------
+
+    def summaries(self) -> dict[str, dict[str, Any]]:
+        return {key: roundtrip.summary(runs) for key, runs in self.outcomes.items()}
+
+    def tables(self) -> list[report.Table]:
+        tables = []
+        if self.outcomes:
+            tables.append(report.paths_table(self.summaries(), self.plan.levels))
+            tables.append(report.ratios_table(roundtrip.ratios(self.outcomes, self.plan.levels)))
+        if self.memory is not None:
+            tables.append(report.memory_table(self.memory))
+        tables.append(report.load_note(self.loads))
+        return tables
+
+    def markdown(self, info: dict[str, Any]) -> str:
+        parts = [report.header(info, self.echo.label, {**self.plan.to_dict(), "rounds": self.rounds})]
+        parts += [table.markdown() for table in self.tables()]
+        parts += [f"**{name} failed**: {error}\n" for name, error in self.failures.items()]
+        return "\n".join(parts)
+
+    def results(self, info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "machine": info,
+            "echo_server": self.echo.label,
+            "plan": self.plan.to_dict(),
+            "rounds": self.rounds,
+            "summaries": self.summaries(),
+            "ratios": roundtrip.ratios(self.outcomes, self.plan.levels),
+            "outcomes": self.outcomes,
+            "memory": self.memory,
+            "load": self.loads,
+            "failures": self.failures,
+        }
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(set(names) - set(SECTIONS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}; got {text!r}")
+    return names
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    return tuple(_positive(part) for part in text.split(","))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--only", type=_names, default=SECTIONS, help=f"comma-separated sections ({','.join(SECTIONS)})"
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny counts (smoke test); numbers are meaningless")
+    parser.add_argument("--levels", type=_counts, help="concurrent callers per throughput run (default 1,4,16)")
+    parser.add_argument(
+        "--rounds", type=_positive, help=f"interleaved rounds of the round-trip paths (default {FULL_ROUNDS})"
+    )
+    parser.add_argument("--memory-levels", type=_counts, help="idle clients per memory sample (default 10,100,300)")
+    parser.add_argument(
+        "--echo", choices=echo.CHOICES, default="auto", help="the MCP echo server (see benchmarks/echo.py)"
+    )
+    parser.add_argument("--echo-command", help="command line of another stdio MCP server with an echo(text) tool")
+    parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument("--markdown", help="also write the report to this file")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    logging.getLogger("benchmarks").setLevel(logging.INFO)
+    run = Run(args)
+    run.run()
+    info = report.machine()
+    text = run.markdown(info)
+    print(text)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as out:
+            out.write(text)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(run.results(info), out, indent=2)
+    return 1 if run.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

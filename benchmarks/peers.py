@@ -1,0 +1,133 @@
+"""Our peers as child processes: ``python -m benchmarks.peers ROLE [options]``.
+
+Why processes: the official stack runs its Server, Computer and Agent in three processes;
+ours must too, or one GIL would be shared by all three roles and the comparison would
+measure that instead. A separate Server process is also what lets the memory section
+read the Server's RSS and threads without the clients' own.
+
+Roles:
+
+* ``smcp-server``: `SMCPServer().start()` (werkzeug, threading mode) on 127.0.0.1:0;
+* ``raw-server``: a bare python-socketio threading Server on the same werkzeug
+  transport, whose ``echo`` event returns its payload (the Socket.IO floor);
+* ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O;
+* ``idle-agents --url U --count N --prefix P``: N Agents, each joined to its own office,
+  then idle.
+
+Each prints one JSON line ``{"event": "ready", ...}`` when it is up, then waits; EOF on
+stdin (or SIGTERM) makes it close everything and exit. Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+RAW_NAMESPACE = "/bench"
+
+
+def emit(event: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def wait_for_stop() -> None:
+    """Until stdin reaches EOF or SIGTERM/SIGINT arrives."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+    def watch_stdin() -> None:
+        for _ in sys.stdin:
+            pass
+        stop.set()
+
+    threading.Thread(target=watch_stdin, name="bench-stdin", daemon=True).start()
+    while not stop.wait(1.0):
+        pass
+
+
+def run_smcp_server(args: argparse.Namespace) -> None:
+    from smcp_sync.server import SMCPServer
+
+    server = SMCPServer()
+    url = server.start()
+    emit({"event": "ready", "url": url, "pid": os.getpid()})
+    wait_for_stop()
+    server.stop()
+
+
+def run_raw_server(args: argparse.Namespace) -> None:
+    import socketio
+
+    from smcp_sync.server.background_http import BackgroundHTTPServer
+
+    sio = socketio.Server(async_mode="threading", namespaces=[RAW_NAMESPACE])
+    sio.on("echo", lambda sid, data: data, namespace=RAW_NAMESPACE)
+    http = BackgroundHTTPServer(socketio.WSGIApp(sio), "127.0.0.1", 0)
+    http.start()
+    emit({"event": "ready", "url": http.url, "pid": os.getpid()})
+    wait_for_stop()
+    http.stop_accepting(5.0)
+    sio.shutdown()
+
+
+def run_computer(args: argparse.Namespace) -> None:
+    from smcp_sync.computer import Computer
+
+    computer = Computer(args.name, servers=[json.loads(args.mcp_config)])
+    try:
+        computer.connect(args.url, args.office, timeout=30)
+        emit({"event": "ready", "tools": [tool.name for tool in computer.tools()], "pid": os.getpid()})
+        wait_for_stop()
+    finally:
+        computer.close()
+
+
+def run_idle_agents(args: argparse.Namespace) -> None:
+    from smcp_sync.agent import Agent
+    from smcp_sync.connection import ReconnectPolicy
+
+    agents = []
+    try:
+        for index in range(args.count):
+            agent = Agent(f"{args.prefix}-{index}", reconnect=ReconnectPolicy(enabled=False))
+            agents.append(agent)
+            agent.connect(args.url, timeout=30)
+            agent.join_office(f"{args.prefix}-office-{index}", timeout=30)
+        emit({"event": "ready", "count": len(agents), "pid": os.getpid()})
+        wait_for_stop()
+    finally:
+        for agent in agents:
+            agent.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    roles = parser.add_subparsers(dest="role", required=True)
+    roles.add_parser("smcp-server").set_defaults(run=run_smcp_server)
+    roles.add_parser("raw-server").set_defaults(run=run_raw_server)
+    computer = roles.add_parser("computer")
+    computer.set_defaults(run=run_computer)
+    idle = roles.add_parser("idle-agents")
+    idle.set_defaults(run=run_idle_agents)
+    for role in (computer, idle):
+        role.add_argument("--url", required=True)
+    computer.add_argument("--office", required=True)
+    computer.add_argument("--name", required=True)
+    computer.add_argument("--mcp-config", required=True, help="one MCP server config (JSON)")
+    idle.add_argument("--count", type=int, required=True)
+    idle.add_argument("--prefix", required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

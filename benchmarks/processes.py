@@ -1,0 +1,80 @@
+"""Start the child processes a benchmark needs, each bounded and always stopped.
+
+Built on the interop harness's `JsonLineProcess` (tests/interop/harness.py): JSON lines
+on stdout, waits with timeouts, and a `stop()` that ends the child's whole process group
+(MCP grandchildren included). `Peers` is a context manager so an exception half way
+through a section still stops everything it started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.interop.harness import JsonLineProcess, start_official_server
+
+from .echo import REPO
+
+HERE = Path(__file__).resolve().parent
+
+#: Seconds a peer may take to print its ready line.
+READY_TIMEOUT = 60.0
+
+
+class Peers:
+    """The children started inside one ``with Peers() as peers:`` block."""
+
+    def __init__(self) -> None:
+        self._children: list[JsonLineProcess] = []
+
+    def __enter__(self) -> Peers:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for child in self._children:  # all of them begin to wind down at once
+            child.close_stdin()
+        for child in reversed(self._children):
+            child.stop(timeout=10, grace=5)
+
+    def _adopt(self, child: JsonLineProcess) -> JsonLineProcess:
+        self._children.append(child)
+        return child
+
+    def spawn(self, argv: list[str], name: str) -> JsonLineProcess:
+        """Start `argv` (it announces itself with a ``ready`` line, see `JsonLineProcess.wait_for`)."""
+        return self._adopt(JsonLineProcess(argv, name=name, cwd=REPO))
+
+    def start(self, role: str, *args: str, timeout: float = READY_TIMEOUT) -> dict[str, Any]:
+        """Start ``python -m benchmarks.peers ROLE ARGS``; return its ready line."""
+        return self.spawn([sys.executable, "-m", "benchmarks.peers", role, *args], f"peer-{role}").wait_for(
+            "ready", timeout
+        )
+
+    def computer(self, url: str, office: str, name: str, config: dict[str, Any]) -> dict[str, Any]:
+        return self.start(
+            "computer", "--url", url, "--office", office, "--name", name, "--mcp-config", json.dumps(config)
+        )
+
+    def official_server(self, python: os.PathLike | str) -> str:
+        """The official SDK's sync Server (werkzeug) with tracing off; returns its URL."""
+        server = start_official_server(python, trace=False, timeout=READY_TIMEOUT)
+        return self._adopt(server).url
+
+    def official_computer(
+        self, python: os.PathLike | str, url: str, office: str, name: str, config: dict[str, Any]
+    ) -> JsonLineProcess:
+        """The official SDK's Computer, untraced (`official_computer.py` here); not waited for."""
+        argv = [str(python), str(HERE / "official_computer.py"), "--url", url, "--office", office, "--name", name]
+        return self.spawn([*argv, "--mcp-config", json.dumps(config)], f"official-computer-{name}")
+
+    def official_driver(
+        self, python: os.PathLike | str, url: str, office: str, name: str, computer: str, text: str, call_timeout: int
+    ) -> JsonLineProcess:
+        """`official_driver.py`, which joins, then runs the plans sent on its stdin; not waited for."""
+        argv = [str(python), str(HERE / "official_driver.py"), "--url", url, "--office", office, "--name", name]
+        return self.spawn(
+            [*argv, "--computer", computer, "--text", text, "--call-timeout", str(call_timeout)], "official-driver"
+        )

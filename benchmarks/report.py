@@ -1,0 +1,193 @@
+"""Turn measured results into Markdown tables (stdout and README) and a machine note.
+
+Every table is ``### title`` followed by a GitHub Markdown table, so the printed report
+can be pasted into `benchmarks/README.md` as is, and the smoke test can parse it back.
+Numbers only in numeric columns; a value that was not measured is ``n/a``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from .echo import REPO
+
+PATH_LABELS = {
+    "mcp_direct": "floor: MCP ClientSession → stdio echo (asyncio)",
+    "raw_socketio": "floor: raw python-socketio call (websocket)",
+    "local_computer": "floor: Computer.call_tool, no Socket.IO",
+    "smcp_sync": "smcp_sync: Agent → Server → Computer → MCP",
+    "official": "official 0.1.6: Agent → Server → Computer → MCP",
+}
+PACKAGES = ("python-socketio", "python-engineio", "simple-websocket", "websocket-client", "werkzeug", "mcp")
+NA = "n/a"
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+
+    def add(self, *cells: Any) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{self.title}: {len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(list(cells))
+
+    def markdown(self) -> str:
+        lines = [f"### {self.title}", "", _row(self.columns), _row(["---"] * len(self.columns))]
+        lines += [_row([_cell(value) for value in row]) for row in self.rows]
+        return "\n".join(lines) + "\n"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return NA
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    magnitude = abs(value)
+    return f"{value:.0f}" if magnitude >= 100 else f"{value:.1f}" if magnitude >= 10 else f"{value:.2f}"
+
+
+# -- round trips ------------------------------------------------------------------------
+
+
+def paths_table(summaries: dict[str, dict[str, Any]], levels: tuple[int, ...]) -> Table:
+    table = Table(
+        "Echo tool call round trip (medians over rounds)",
+        ["path", "rounds", "calls", "errors", "p50 ms", "p99 ms", "seq calls/s"]
+        + [f"{n} callers calls/s" for n in levels]
+        + [f"p99 ms @{max(levels)}", "CPU ms/call"],
+    )
+    for key, label in PATH_LABELS.items():
+        figures = summaries.get(key)
+        if figures is None:
+            continue
+        table.add(
+            label,
+            figures["rounds"],
+            figures["calls"],
+            figures["errors"],
+            figures["p50_ms"],
+            figures["p99_ms"],
+            figures["calls_per_s"],
+            *(level["calls_per_s"] for level in figures["levels"]),
+            figures["levels"][-1]["p99_ms"],
+            figures["cpu_ms_per_call"],
+        )
+    return table
+
+
+def ratios_table(rows: list[tuple[str, float | None, str]]) -> Table:
+    table = Table("Ratios (paired per round, median)", ["comparison", "ratio", "reading"])
+    for row in rows:
+        table.add(*row)
+    return table
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+def memory_table(result: dict[str, Any]) -> Table:
+    table = Table(
+        "Server cost per idle connected client",
+        [
+            "idle clients",
+            "server RSS MB",
+            "RSS KB/client",
+            "server threads",
+            "threads/client",
+            "server fds",
+            "fds/client",
+        ],
+    )
+    base = result["baseline"]
+    table.add(0, base["rss_mb"], None, base["threads"], None, base["fds"], None)
+    for row in result["levels"]:
+        table.add(
+            row["clients"],
+            row["rss_mb"],
+            row["rss_mb_per_client"] * 1024,
+            row["threads"],
+            row["threads_per_client"],
+            row["fds"],
+            row["fds_per_client"],
+        )
+    return table
+
+
+# -- the machine ------------------------------------------------------------------------------
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def _git_commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def machine() -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "commit": _git_commit(),
+        "packages": versions,
+    }
+
+
+def header(info: dict[str, Any], echo_label: str, plan: dict[str, Any]) -> str:
+    packages = ", ".join(f"{name} {version}" for name, version in info["packages"].items())
+    return "\n".join(
+        [
+            f"- date: {info['date']}, commit {info['commit']}",
+            f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB RAM; {info['os']}",
+            f"- Python {info['python']}; {packages}",
+            f"- MCP echo server: {echo_label}",
+            f"- load plan: {plan}",
+            "",
+        ]
+    )
+
+
+def load_note(loads: dict[str, tuple[list[float], list[float]]]) -> Table:
+    table = Table("Machine load during each section (1-min load average)", ["section", "before", "after"])
+    for section, (before, after) in loads.items():
+        table.add(section, before[0], after[0])
+    return table

@@ -1,0 +1,129 @@
+"""The benchmark script (`python -m benchmarks`, see benchmarks/README.md) still runs.
+
+Its numbers are not tested (they depend on the machine); what is: every section runs
+in ``--quick`` mode without errors, prints well-formed Markdown tables whose numeric
+cells are numbers, writes the same results as JSON, and leaves no process behind. It
+starts the official SDK's roles too, hence the `interop` mark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_TIMEOUT = 240.0
+
+PATH_LABELS = (
+    "floor: MCP ClientSession → stdio echo (asyncio)",
+    "floor: raw python-socketio call (websocket)",
+    "floor: Computer.call_tool, no Socket.IO",
+    "smcp_sync: Agent → Server → Computer → MCP",
+    "official 0.1.6: Agent → Server → Computer → MCP",
+)
+
+
+def parse_tables(report: str) -> dict[str, list[dict[str, str]]]:
+    """``### title`` + Markdown table → {title: [row as {column: cell}]}; checks the shape."""
+    tables: dict[str, list[dict[str, str]]] = {}
+    for block in report.split("\n### ")[1:]:
+        title, *lines = block.splitlines()
+        rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
+        header, separator, *body = rows
+        assert set(separator) == {"---"} and len(separator) == len(header), f"bad separator in {title!r}"
+        assert body, f"table {title!r} has no rows"
+        for row in body:
+            assert len(row) == len(header), f"row {row} of {title!r} does not match {header}"
+        tables[title] = [dict(zip(header, row, strict=True)) for row in body]
+    return tables
+
+
+def number(cell: str) -> float:
+    value = float(cell)
+    assert math.isfinite(value), cell
+    return value
+
+
+def run_watching_descendants(argv: list[str], logs: Path, timeout: float) -> tuple[int, str, str, list[psutil.Process]]:
+    """Run `argv` (output to files in `logs`: no pipe to fill up); return its exit code,
+    stdout, stderr, and every descendant seen while it ran (sampled), to check afterwards
+    that none outlived it."""
+    out_path, err_path = logs / "stdout.txt", logs / "stderr.txt"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        proc = psutil.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            for child in proc.children(recursive=True):
+                seen.setdefault(child.pid, child)
+            try:
+                proc.wait(0.2)  # sampling: a descendant's start has no event to wait on
+            except psutil.TimeoutExpired:
+                pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+    return (
+        proc.returncode,
+        out_path.read_text(encoding="utf-8"),
+        err_path.read_text(encoding="utf-8"),
+        list(seen.values()),
+    )
+
+
+@pytest.mark.interop
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tmp_path):
+    results_path = tmp_path / "results.json"
+    returncode, stdout, stderr, descendants = run_watching_descendants(
+        [sys.executable, "-m", "benchmarks", "--quick", "--json", str(results_path)], tmp_path, RUN_TIMEOUT
+    )
+    assert returncode == 0, stdout[-3000:] + stderr[-5000:]
+    assert "failed" not in stdout
+    tables = parse_tables(stdout)
+
+    round_trips = {row["path"]: row for row in tables["Echo tool call round trip (medians over rounds)"]}
+    assert tuple(round_trips) == PATH_LABELS
+    for label, row in round_trips.items():
+        assert int(row["calls"]) > 0 and int(row["errors"]) == 0, (label, row)
+        for column in (
+            "p50 ms",
+            "p99 ms",
+            "seq calls/s",
+            "1 callers calls/s",
+            "4 callers calls/s",
+            "16 callers calls/s",
+            "CPU ms/call",
+        ):
+            assert number(row[column]) > 0, (label, column, row)
+        assert number(row["p99 ms"]) >= number(row["p50 ms"])
+
+    ratios = {row["comparison"]: number(row["ratio"]) for row in tables["Ratios (paired per round, median)"]}
+    assert len(ratios) == 7 and all(value > 0 for name, value in ratios.items() if "/ raw socket.io" not in name)
+
+    memory = tables["Server cost per idle connected client"]
+    assert [int(row["idle clients"]) for row in memory] == [0, 2, 5]
+    for row in memory[1:]:
+        assert (
+            number(row["server RSS MB"]) > 0 and number(row["threads/client"]) >= 1 and number(row["fds/client"]) >= 1
+        )
+
+    loads = tables["Machine load during each section (1-min load average)"]
+    assert [row["section"] for row in loads] == ["round trips", "memory"]
+    assert all(number(row["before"]) >= 0 and number(row["after"]) >= 0 for row in loads)
+
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    assert set(results["summaries"]) == {"mcp_direct", "raw_socketio", "local_computer", "smcp_sync", "official"}
+    assert results["failures"] == {} and [level["clients"] for level in results["memory"]["levels"]] == [2, 5]
+
+    survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not survivors, f"processes started by the benchmark still run: {survivors}"
