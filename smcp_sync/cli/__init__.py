@@ -1,16 +1,19 @@
 """The `smcp-sync` command line: one sub-command module per role (server, computer,
 agent, demo), each exposing `register(subparsers)` that sets `func` on its parser.
 
-Exit codes: 0 success, 1 runtime failure (unreachable server, refused join, protocol
-error), 2 bad arguments or configuration, 130 interrupted.
+Exit codes: 0 success, 1 runtime failure (unreachable server, refused connection or
+join, protocol error, failed tool call), 2 bad arguments or configuration, 130
+interrupted. Every failure is one line on stderr, ``smcp-sync COMMAND: message``;
+tracebacks only in the log, at ``--log-level DEBUG``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from typing import Sequence
+from typing import Iterator, NoReturn, Sequence
 
 from .._version import __version__
 from . import agent, computer, demo, server
@@ -19,30 +22,83 @@ COMMANDS = (demo, server, computer, agent)
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+DEFAULT_LOG_LEVEL = "WARNING"
+
+logger = logging.getLogger(__name__)
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (the usage is one --help away);
+    sub-command parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="smcp-sync", description="A2C-SMCP in synchronous Python.")
+    parser = CommandLineParser(prog="smcp-sync", description="A2C-SMCP in synchronous Python.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="logging level of the smcp_sync logger (default: WARNING)",
-    )
+    _add_log_level(parser, DEFAULT_LOG_LEVEL)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
         module.register(subparsers)
+    for command in subparsers.choices.values():  # also accepted after the command name
+        _add_log_level(command, argparse.SUPPRESS)
     return parser
 
 
+def _add_log_level(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        default=default,
+        choices=LOG_LEVELS,
+        help=f"logging level of the smcp_sync logger, on stderr (default: {DEFAULT_LOG_LEVEL})",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (also for --help and argument errors)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error argparse has printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    with _logging_at(args.log_level):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug, or a failure no command expected: one line all the same
+        logger.debug("smcp-sync %s failed", args.command, exc_info=True)
+        print(
+            f"smcp-sync {args.command}: unexpected {type(exc).__name__}: {exc} (--log-level DEBUG shows where)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+
+
+@contextlib.contextmanager
+def _logging_at(level: str) -> Iterator[None]:
+    """`level` for smcp_sync's loggers; other libraries' (mcp, socketio, werkzeug...) stay
+    at WARNING or above, so that DEBUG shows our story rather than their wire traffic.
+    The smcp_sync level is restored afterwards (main() may run inside a program)."""
+    logging.basicConfig(
+        level=max(logging.WARNING, logging.getLevelName(level)),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    ours = logging.getLogger("smcp_sync")
+    previous = ours.level
+    ours.setLevel(level)
+    try:
+        yield
+    finally:
+        ours.setLevel(previous)
 
 
 if __name__ == "__main__":

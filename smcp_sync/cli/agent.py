@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from typing import Any
 
 from ..agent import Agent
@@ -29,7 +27,7 @@ from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
 from ..agent.resources import check_uri, content_value
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
-from .server import API_KEY_ENV
+from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
 
 DEFAULT_NAME = "smcp-sync-cli"
 
@@ -41,17 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--url", required=True, help="the Server's URL, e.g. http://127.0.0.1:8000")
+    add_url(parser)
     parser.add_argument("--office", required=True, help="office (room) id to join")
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"this Agent's name (default: {DEFAULT_NAME})")
-    parser.add_argument("--api-key", default=os.environ.get(API_KEY_ENV), help=f"the Server's API key (default: ${API_KEY_ENV})")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_REQUEST_TIMEOUT,
-        help=f"seconds for each step; for `call`, the tool's timeout (default: {DEFAULT_REQUEST_TIMEOUT:g})",
-    )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON (its wire form)")
+    add_api_key(parser)
+    add_timeout(parser, DEFAULT_REQUEST_TIMEOUT, "seconds for each step; for `call`, the tool's timeout")
+    add_json(parser, "print the result as JSON (its wire form)")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("tools", help="list a Computer's tools").add_argument("computer")
     call = actions.add_parser("call", help="call a tool")
@@ -87,17 +80,14 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"PARAMS is not valid JSON: {exc}", EXIT_USAGE)
     if params is not None and not isinstance(params, dict):
         return _fail("PARAMS must be a JSON object, e.g. '{\"text\": \"hi\"}'", EXIT_USAGE)
-    if not args.timeout > 0:
-        return _fail("--timeout must be > 0", EXIT_USAGE)
     if args.action == "read":
         try:
             check_uri(args.uri)
         except SMCPError as exc:
             return _fail(exc.message, EXIT_USAGE)
 
-    auth = {"api_key": args.api_key, "access_token": args.api_key} if args.api_key else None  # ours / official SDK
     try:
-        with Agent(args.name, auth=auth) as agent:
+        with Agent(args.name, auth=client_auth(args.api_key)) as agent:
             agent.connect(args.url, timeout=args.timeout)
             agent.join_office(args.office, timeout=args.timeout)
             result = _act(agent, args, params)
@@ -140,7 +130,8 @@ def _human(action: str, result: Any) -> str:
     shown += [json.dumps(to_wire(block), ensure_ascii=False) for block in result.content if block.type != "text"]
     if result.structured_content is not None and not result.text:
         shown.append(json.dumps(result.structured_content, ensure_ascii=False))
-    prefix = f"tool error [{result.error_code}]: " if result.is_error else ""
+    code = f" [{result.error_code}]" if result.error_code is not None else ""
+    prefix = f"tool error{code}: " if result.is_error else ""
     return prefix + "\n".join(shown)
 
 
@@ -163,5 +154,4 @@ def _first_line(text: str) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"smcp-sync agent: {message}", file=sys.stderr)
-    return code
+    return fail("agent", message, code)

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
-import signal
-import select
+import json
 import sys
 from typing import Any
 
 from ..computer import Computer, ServerState
-from ..computer.config_file import load_config, load_inputs
+from ..computer.config_file import ConfigError, load_config, load_inputs, read_json
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
-from .server import API_KEY_ENV
+from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
+from .signals import Terminated, sigterm_raises, wait_for_signals
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,83 +35,78 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", required=True, metavar="FILE", help="MCP server configuration (JSON)")
-    parser.add_argument("--url", required=True, help="the Server's URL, e.g. http://127.0.0.1:8000")
+    add_url(parser)
     parser.add_argument("--office", required=True, help="office (room) id to join")
     parser.add_argument("--name", required=True, help="this Computer's name in the office")
     parser.add_argument("--inputs", metavar="FILE", help="input definitions (JSON), if not in --config")
     parser.add_argument(
         "--input", action="append", default=[], metavar="ID=VALUE", help="value of an input (repeatable)"
     )
-    parser.add_argument(
-        "--api-key", default=os.environ.get(API_KEY_ENV), help=f"the Server's API key (default: ${API_KEY_ENV})"
-    )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for starting and joining (default: 30)")
+    add_api_key(parser)
+    add_timeout(parser, 30.0, "seconds for starting and joining")
+    add_json(parser, "print the ready line as JSON: computer, office_id, url, tools, servers")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
 
-    if not args.timeout > 0:
-        return _fail("--timeout must be > 0", EXIT_USAGE)
     try:
-        values = dict(_assignment(text) for text in args.input)
-        config = load_config(args.config)
-        inputs = [*config.inputs, *(load_inputs(args.inputs) if args.inputs else ())]
-        computer = Computer(
-            args.name,
-            config.servers,
-            inputs=inputs,
-            input_values=values,
-            input_resolver=_ask_on_terminal if sys.stdin.isatty() else None,
-        )
+        computer = _configured_computer(args)
     except (BadRequestError, ValueError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    auth = {"api_key": args.api_key, "access_token": args.api_key} if args.api_key else None  # ours / official SDK
-    previous = signal.signal(signal.SIGTERM, _terminate)
+        return _fail(exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
     try:
-        computer.start(args.timeout)
-        computer.connect(args.url, args.office, auth=auth, timeout=args.timeout)
-        print(_summary(computer, args), flush=True)
-        _wait_for_signals()
-    except _Terminated:
+        with sigterm_raises():
+            computer.start(args.timeout)
+            computer.connect(args.url, args.office, auth=client_auth(args.api_key), timeout=args.timeout)
+            print(_summary(computer, args), flush=True)
+            wait_for_signals()
+    except Terminated:
         return EXIT_OK
     except SMCPError as exc:
         return _fail(str(exc), EXIT_FAILURE)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         computer.close()
 
 
-class _Terminated(Exception):
-    """SIGTERM, raised by its handler in the main thread."""
+def _configured_computer(args: argparse.Namespace) -> Computer:
+    """The Computer of --config / --inputs / --input. A configuration error names the
+    file and, for a server config, the server; the field is in the codec's message."""
+    values = dict(_assignment(text) for text in args.input)
+    config = _in_file(args.config, load_config)
+    inputs = [*config.inputs, *(_in_file(args.inputs, load_inputs) if args.inputs else ())]
+    computer = Computer(
+        args.name, inputs=inputs, input_values=values, input_resolver=_ask_on_terminal if sys.stdin.isatty() else None
+    )
+    for index, server in enumerate(config.servers):
+        try:
+            computer.add_server(server)
+        except BadRequestError as exc:
+            computer.close()
+            where = repr(server["name"]) if isinstance(server.get("name"), str) else f"#{index + 1}"
+            hint = f" (on the command line: --input {exc.details['input']}=VALUE)" if "input" in exc.details else ""
+            raise ConfigError(f"{args.config}: MCP server {where}: {exc.message}{hint}", details=exc.details) from None
+    return computer
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise _Terminated
-
-
-def _wait_for_signals() -> None:
-    """Return never; a signal handler raises (SIGTERM: _Terminated, SIGINT:
-    KeyboardInterrupt). Why the wakeup fd: the OS may deliver the signal to any of our
-    threads, and then a plain sleep or wait in the main thread is not interrupted; the
-    interpreter writes to the wakeup fd whichever thread receives it."""
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    previous = signal.set_wakeup_fd(write_fd)
+def _in_file(path: str, load: Any) -> Any:
+    """`load` the JSON document of `path`; its errors say which file."""
+    document = read_json(path)  # unreadable or not JSON: a ConfigError naming the file
     try:
-        while True:
-            select.select([read_fd], [], [])
-            os.read(read_fd, 512)  # the handler runs here, in the main thread
-    finally:
-        signal.set_wakeup_fd(previous)
-        os.close(read_fd)
-        os.close(write_fd)
+        return load(document)
+    except BadRequestError as exc:
+        raise ConfigError(f"{path}: {exc.message}", details=exc.details) from None
 
 
 def _summary(computer: Computer, args: argparse.Namespace) -> str:
     statuses = computer.server_statuses()
     down = [s.name for s in statuses if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
+    if args.json:
+        servers = {s.name: str(s.state.value) for s in statuses}
+        tools = [tool.name for tool in computer.tools()]
+        return json.dumps(
+            {"computer": computer.name, "office_id": args.office, "url": args.url, "tools": tools, "servers": servers}
+        )
     note = f"; not running yet: {', '.join(down)}" if down else ""
     return (
         f"computer {computer.name!r} joined office {args.office!r} at {args.url} with {len(computer.tools())} tools "
@@ -145,5 +139,4 @@ def _ask_on_terminal(item: MCPServerInput) -> Any:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"smcp-sync computer: {message}", file=sys.stderr)
-    return code
+    return fail("computer", message, code)

@@ -1,0 +1,113 @@
+"""Options and messages every sub-command shares, so that the same flag means the same
+thing everywhere (``--url``, ``--office``, ``--name``, ``--api-key``, ``--timeout``,
+``--json``) and every failure is one line on stderr.
+
+Argument values are checked by argparse types: a bad one is a usage error (exit 2) that
+names the flag, before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+#: Read when --api-key is not given, so the key need not appear in the process list.
+API_KEY_ENV = "SMCP_API_KEY"
+
+_URL_SCHEMES = ("http", "https", "ws", "wss")
+
+
+def server_url(text: str) -> str:
+    """An argparse type: the Server's URL, ``http(s)://host[:port]`` (or ``ws(s)://``)."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number 0-65535
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {exc}") from None
+    if parts.scheme not in _URL_SCHEMES or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT (or https, ws, wss), got {text!r}")
+    return text
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (a number > 0), got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def positive_count(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535, got {value}")
+    return value
+
+
+def add_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, type=server_url, help="the Server's URL, e.g. http://127.0.0.1:8000")
+
+
+def add_api_key(parser: argparse.ArgumentParser, help: str = "the Server's API key") -> None:
+    parser.add_argument(
+        "--api-key", default=os.environ.get(API_KEY_ENV), help=f"{help} (default: ${API_KEY_ENV})"
+    )
+
+
+def add_timeout(parser: argparse.ArgumentParser, default: float, help: str) -> None:
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=default, metavar="SECONDS", help=f"{help} (default: {default:g})"
+    )
+
+
+def add_json(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def client_auth(api_key: str | None) -> dict[str, Any] | None:
+    """The Socket.IO auth dict for `api_key`: under both field names, ours (``api_key``)
+    and the official SDK's (``access_token``), so either kind of Server accepts it."""
+    return {"api_key": api_key, "access_token": api_key} if api_key else None
+
+
+def fail(command: str, message: str, code: int) -> int:
+    """Print ``smcp-sync COMMAND: message`` on stderr and return the exit code `code`."""
+    print(f"smcp-sync {command}: {message}", file=sys.stderr)
+    return code
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why (host, port) cannot be listened on, or None. Checked before starting a Server,
+    whose WSGI servers report a busy port late and verbosely (gunicorn retries for
+    seconds; werkzeug exits the process)."""
+    if port == 0:
+        return None
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as both servers do
+            probe.bind((host, port))
+    except OSError as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
