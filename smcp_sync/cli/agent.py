@@ -22,10 +22,10 @@ import json
 from typing import Any
 
 from ..agent import Agent
+from ..agent.resources import check_uri, content_value
 from ..protocol.codec import to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
-from ..agent.resources import check_uri, content_value
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
 from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
 
