@@ -15,7 +15,7 @@ so the host always gets the format it asked for.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, TypeVar, Union
+from typing import Any, Callable, Sequence, TypeVar, Union
 
 from ..connection import Connection
 from ..context.dpe_render import render_markdown, render_text
@@ -59,7 +59,7 @@ class FinderMethods:
     def get_finder(
         self,
         computer: str,
-        keywords: Iterable[str] | None = None,
+        keywords: Sequence[str] | None = None,
         file_type: str | None = None,
         offset: int = 0,
         limit: int = DEFAULT_FINDER_LIMIT,
@@ -73,7 +73,7 @@ class FinderMethods:
             agent=self._connection.name,
             req_id=new_req_id(),
             computer=computer,
-            keywords=_keywords(keywords),
+            keywords=_strings("keywords", keywords),
             file_type=_file_type(file_type),
             offset=_bounded("offset", offset, 0, None),
             limit=_bounded("limit", limit, 1, MAX_FINDER_LIMIT),
@@ -114,14 +114,14 @@ class FinderMethods:
         document: DocumentTarget,
         page_index: int,
         format: str = "json",
-        categories: Iterable[str] | None = None,
+        categories: Sequence[str] | None = None,
         timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT,
     ) -> DPEPage | str:
         """Level 2: page `page_index` (0 to `page_count` - 1) — a `DPEPage` for
         ``format="json"``, its rendering as a string for ``"markdown"`` / ``"text"``.
         `categories` keeps only those element types (e.g. ``["table", "pivot_table"]``).
         A page past the end raises `FinderError` 4202."""
-        wanted = None if categories is None else list(categories)
+        wanted = _strings("categories", categories)
         uri = document_uri(document).page(page_index).with_query(format=_format(format), categories=wanted)
         return self._read_dpe(computer, uri, DPEPage, format, timeout)
 
@@ -194,15 +194,16 @@ def _format(format: str) -> str | None:
     return None if format == "json" else format
 
 
-def _keywords(keywords: Iterable[str] | None) -> list[str] | None:
-    if keywords is None:
+def _strings(name: str, values: Sequence[str] | None) -> list[str] | None:
+    """A list or tuple of strings, as a list. A bare string is refused: taken letter by
+    letter it would silently mean something else."""
+    if values is None:
         return None
-    if isinstance(keywords, str):
-        raise BadRequestError(f"keywords must be a list of strings; wrap one keyword in a list: [{keywords!r:.40}]")
-    listed = list(keywords)
-    if not all(isinstance(word, str) for word in listed):
-        raise BadRequestError(f"keywords must be strings, got {listed!r:.80}")
-    return listed
+    if isinstance(values, str):
+        raise BadRequestError(f"{name} must be a list of strings; wrap a single one in a list: [{values!r:.40}]")
+    if not isinstance(values, (list, tuple)) or not all(isinstance(value, str) for value in values):
+        raise BadRequestError(f"{name} must be a list of strings, got {values!r:.80}")
+    return list(values)
 
 
 def _file_type(file_type: str | None) -> str | None:

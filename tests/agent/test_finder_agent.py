@@ -182,8 +182,9 @@ def test_get_finder_sends_the_filters_and_returns_the_catalogue(agent, computer)
         ({"limit": 0}, "limit must be an integer in 1–100, got 0"),
         ({"limit": 101}, "limit must be an integer in 1–100, got 101"),
         ({"limit": True}, "limit must be an integer in 1–100, got True"),
-        ({"keywords": "finance"}, "keywords must be a list of strings; wrap one keyword in a list: ['finance']"),
-        ({"keywords": ["ok", 3]}, "keywords must be strings, got ['ok', 3]"),
+        ({"keywords": "finance"}, "keywords must be a list of strings; wrap a single one in a list: ['finance']"),
+        ({"keywords": ["ok", 3]}, "keywords must be a list of strings, got ['ok', 3]"),
+        ({"keywords": 3}, "keywords must be a list of strings, got 3"),
         ({"file_type": [".pdf"]}, "file_type must be a string such as 'pdf', not ['.pdf']"),
     ],
 )
@@ -343,6 +344,8 @@ def test_navigation_arguments_are_checked_before_sending(agent, computer):
         agent.read_page("c1", DOC, 0, format="html", timeout=5)
     with pytest.raises(InvalidURIError, match="rule 8: categories"):
         agent.read_page("c1", DOC, 0, categories=["spreadsheet"], timeout=5)
+    with pytest.raises(BadRequestError, match=r"categories must be a list of strings; wrap a single one in a list"):
+        agent.read_page("c1", DOC, 0, categories="table", timeout=5)
     with pytest.raises(InvalidURIError, match="rule 7: limit"):
         agent.read_document_pages("c1", DOC, limit=0, timeout=5)
     with pytest.raises(InvalidURIError, match="rule 3: element id"):
