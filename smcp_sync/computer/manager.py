@@ -7,20 +7,23 @@ serialised by one lock that is never taken on the loop; reads use snapshots.
 
 The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
 `complete`) are the seam for Desktop and Finder: they raise `SMCPError`s, with MCP
-server errors as `MCPServerError` carrying the JSON-RPC code.
+server errors as `MCPServerError` carrying the JSON-RPC code, except the Finder errors
+4201–4204 a server reports by the convention of `smcp_sync/demo/servers/finder_errors.py`
+(``data.smcp_code``, or a ``[42xx] `` message prefix), which keep their code.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 import threading
 from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import anyio
 
 from ..protocol.codec import from_wire, to_wire
-from ..protocol.errors import BadRequestError, InternalError, NotFoundError, SMCPTimeoutError
+from ..protocol.errors import BadRequestError, ErrorCode, InternalError, NotFoundError, SMCPError, SMCPTimeoutError
 from ..protocol.models import (
     CallToolResult,
     Completion,
@@ -46,6 +49,13 @@ T = TypeVar("T")
 #: Extra seconds a blocking wrapper waits beyond the request's own timeout (the loop
 #: enforces the timeout; this only guards against a stuck loop).
 WAIT_GRACE = 2.0
+
+#: The SMCP codes an MCP server may report for itself; any other code it claims (an
+#: office or auth error, say) is not its to give, and stays an MCP server error.
+_REPORTABLE_CODES = frozenset(
+    {ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.INVALID_DPE_URI}
+)
+_CODE_PREFIX = re.compile(r"^\[(\d{4})\] ?")
 
 
 class MCPServerError(InternalError):
@@ -217,6 +227,9 @@ class ServerManager:
                 f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details
             ) from None
         except McpFailure as exc:
+            reported = _reported_error(exc, details)
+            if reported is not None:
+                raise reported from None
             if exc.code is not None:
                 details["mcp_code"] = exc.code
             raise MCPServerError(f"MCP server {server!r}: {exc.message}", details=details) from None
@@ -245,6 +258,24 @@ class ServerManager:
     def _stop(self, connection: ServerConnection) -> None:
         if connection.active:
             self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError | None:
+    """The Finder error the MCP server reported (``data.smcp_code`` and ``data.details``, or
+    a ``[42xx] `` prefix of its message), with our `details` added; None if it reported none."""
+    message = failure.server_message
+    if message is None:
+        return None
+    data = failure.data if isinstance(failure.data, Mapping) else {}
+    prefix = _CODE_PREFIX.match(message)
+    code = data.get("smcp_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        code = int(prefix.group(1)) if prefix else None
+    if code not in _REPORTABLE_CODES:
+        return None
+    reported = data.get("details")
+    merged = {**(reported if isinstance(reported, Mapping) else {}), **details}
+    return SMCPError.for_code(code, message[prefix.end() :] if prefix else message, merged)
 
 
 async def _gather(coros: Any) -> None:

@@ -64,13 +64,23 @@ NotificationKind = Literal["tools_changed", "resources_list_changed", "resource_
 OnNotification = Callable[[NotificationKind, "str | None"], None]
 
 
-class McpFailure(Exception):
-    """An MCP server interaction failed; `code` is the JSON-RPC error code when there is one."""
+#: MCP's JSON-RPC code for an unknown resource (revisions up to 2025-11-25; later ones use -32602).
+RESOURCE_NOT_FOUND = -32002
 
-    def __init__(self, message: str, code: int | None = None) -> None:
+
+class McpFailure(Exception):
+    """An MCP server interaction failed. When the server answered with a JSON-RPC error,
+    `code` and `data` are that error's and `server_message` its own message (`message`
+    adds what was being done)."""
+
+    def __init__(
+        self, message: str, code: int | None = None, *, data: Any = None, server_message: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.data = data
+        self.server_message = server_message
 
 
 class McpConnectionLost(McpFailure):
@@ -300,7 +310,9 @@ def _translated(what: str) -> Iterator[None]:
     except MCPError as exc:
         if exc.code == mcp_types.CONNECTION_CLOSED:
             raise McpConnectionLost(f"connection closed during {what}", exc.code) from None
-        raise McpRequestFailed(f"{what} failed: {exc.message}", exc.code) from None
+        raise McpRequestFailed(
+            f"{what} failed: {exc.message}", exc.code, data=exc.data, server_message=exc.message
+        ) from None
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
         raise McpConnectionLost(f"connection closed during {what}") from None
     except httpx2.TransportError as exc:
