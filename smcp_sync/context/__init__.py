@@ -7,11 +7,10 @@ share, the Desktop and Finder organisers, and DPE rendering to Markdown / plain 
 from .desktop import Window, organize_desktop
 from .dpe_render import render_markdown, render_text
 from .finder import organize_finder
-from .server_order import CallRecord, ToolCallRecord, order_servers
+from .server_order import CallRecord, order_servers
 
 __all__ = [
     "CallRecord",
-    "ToolCallRecord",
     "Window",
     "order_servers",
     "organize_desktop",

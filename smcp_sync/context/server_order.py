@@ -7,27 +7,16 @@ that rule lives (spec/desktop.md step 2, spec/finder.md step 2).
 
 from __future__ import annotations
 
-import time
 from typing import Iterable, Protocol, Reversible
-
-import attrs
 
 
 class CallRecord(Protocol):
     """All the ordering needs of a tool-call record: the MCP server the call went to. Any
-    record with a `server` attribute will do (the Computer may keep a richer one)."""
+    record with a `server` attribute will do, such as the Computer's
+    `smcp_sync.computer.ToolCallRecord`."""
 
     @property
     def server(self) -> str: ...
-
-
-@attrs.frozen(kw_only=True)
-class ToolCallRecord:
-    """The minimal tool-call record: a Computer-internal value, not a wire structure."""
-
-    server: str
-    tool: str
-    timestamp: float = attrs.field(factory=time.time)
 
 
 def order_servers(servers: Iterable[str], history: Reversible[CallRecord]) -> list[str]:

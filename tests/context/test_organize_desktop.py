@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
-from smcp_sync.context import ToolCallRecord, Window, organize_desktop
+from smcp_sync.context import CallRecord, Window, organize_desktop
 from smcp_sync.protocol.models import BlobResourceContents, TextResourceContents
 
 pytestmark = pytest.mark.timeout(30)
@@ -25,8 +26,9 @@ def window(server: str, uri: str, *bodies: str) -> Window:
     return Window(server=server, uri=uri, contents=[text(uri, b) for b in bodies or (uri.rsplit("/", 1)[-1],)])
 
 
-def calls(*servers: str) -> list[ToolCallRecord]:
-    return [ToolCallRecord(server=s, tool="t") for s in servers]
+def calls(*servers: str) -> list[CallRecord]:
+    """A tool-call history: all the organisers read of a record is its `server`."""
+    return [SimpleNamespace(server=s) for s in servers]
 
 
 def uris(desktop: list[str]) -> list[str]:

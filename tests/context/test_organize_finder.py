@@ -4,10 +4,11 @@ spec/finder.md steps 1-4 with DESIGN §3's ordering rule. Orders and counts are 
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
-from smcp_sync.context import ToolCallRecord, organize_finder
+from smcp_sync.context import CallRecord, organize_finder
 from smcp_sync.protocol.errors import BadRequestError
 from smcp_sync.protocol.models import DPEDocumentSummary
 
@@ -28,8 +29,9 @@ def doc(ref: str, server: str = "docs", **fields) -> DPEDocumentSummary:
     return DPEDocumentSummary(**values)
 
 
-def calls(*servers: str) -> list[ToolCallRecord]:
-    return [ToolCallRecord(server=s, tool="t") for s in servers]
+def calls(*servers: str) -> list[CallRecord]:
+    """A tool-call history: all the organisers read of a record is its `server`."""
+    return [SimpleNamespace(server=s) for s in servers]
 
 
 def refs(page: list[DPEDocumentSummary]) -> list[str]:
