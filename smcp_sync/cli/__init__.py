@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from typing import Iterator, NoReturn, Sequence
 
@@ -74,6 +75,9 @@ def _run(args: argparse.Namespace) -> int:
         return int(args.func(args) or EXIT_OK)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # whoever read stdout has gone (`| head`): stop without a word
+        _discard_stdout()
+        return EXIT_FAILURE
     except Exception as exc:  # a bug, or a failure no command expected: one line all the same
         logger.debug("smcp-sync %s failed", args.command, exc_info=True)
         print(
@@ -81,6 +85,15 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush does not fail too
+    (the recipe of the `signal` module's documentation)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (stdout replaced in-process)
+        pass
 
 
 @contextlib.contextmanager

@@ -1,8 +1,14 @@
 """How the demo shows itself: readable sections for people, or one JSON object per line
-(``--json``) for scripts — the same steps either way."""
+(``--json``) for scripts — the same steps either way.
+
+The sample documents are partly Chinese and the headings use box-drawing characters; a
+terminal whose encoding cannot show them gets replacement characters (JSON: escapes),
+never an error.
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any, TextIO
 
@@ -38,7 +44,8 @@ class TextDisplay:
         self._print(f"  smcp-sync agent --url {url} --office {office} tools {computer}")
 
     def _print(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        encoding = self.out.encoding or "utf-8"
+        print(text.encode(encoding, "replace").decode(encoding), file=self.out, flush=True)
 
 
 class JsonDisplay:
@@ -60,4 +67,5 @@ class JsonDisplay:
         self._emit({"step": "serving", "url": url, "office_id": office, "computer": computer})
 
     def _emit(self, record: dict[str, Any]) -> None:
-        print(json.dumps(record, ensure_ascii=False), file=self.out, flush=True)
+        unicode_out = codecs.lookup(self.out.encoding or "utf-8").name.startswith("utf")
+        print(json.dumps(record, ensure_ascii=not unicode_out), file=self.out, flush=True)

@@ -155,6 +155,36 @@ def test_serve_prints_how_to_connect(tmp_path: Path) -> None:
     assert demo.returncode == 0
 
 
+def test_a_terminal_that_cannot_show_the_samples_gets_replacement_characters() -> None:
+    done = subprocess.run(
+        [SMCP_SYNC, "demo"], capture_output=True, timeout=WAIT, env={**os.environ, "PYTHONIOENCODING": "ascii"}
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode("ascii")  # nothing else in it
+    assert "?? 6/7 A document, Level 1 ? 3 ??" in out
+    assert "  2026 ????????" in out  # the Chinese report's title
+
+
+def test_a_reader_that_goes_away_stops_the_demo_quietly_and_completely() -> None:
+    """`smcp-sync demo --json | head -1`: the next write fails with a broken pipe."""
+    demo = subprocess.Popen(
+        [SMCP_SYNC, "demo", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    try:
+        assert demo.stdout is not None
+        assert json.loads(demo.stdout.readline())["step"] == "start"
+        mcp_servers = psutil.Process(demo.pid).children(recursive=True)
+        demo.stdout.close()
+        stderr = demo.stderr.read() if demo.stderr else b""
+        demo.wait(WAIT)
+    finally:
+        _stop(demo)
+    assert demo.returncode == 1
+    assert stderr == b""
+    gone, alive = psutil.wait_procs(mcp_servers, timeout=5)
+    assert len(mcp_servers) == 3 and alive == []
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     "args, message",
