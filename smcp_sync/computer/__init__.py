@@ -1,8 +1,9 @@
 """The Computer role: hosts MCP servers (stdio, SSE, streamable HTTP) and serves their
-tools to an office, or locally without any Server."""
+tools, Desktop windows and Finder documents to an office, or locally without any Server."""
 
 from .computer import Computer
 from .config_file import ComputerConfig, ConfigError, load_config, load_inputs
+from .finder import FinderPage
 from .history import ToolCallRecord
 from .inputs import InputError
 from .manager import MCPServerError, ServerManager
@@ -15,6 +16,7 @@ __all__ = [
     "Computer",
     "ComputerConfig",
     "ConfigError",
+    "FinderPage",
     "InputError",
     "MCPServerError",
     "PendingToolCall",

@@ -5,11 +5,14 @@ Local use needs no Server at all::
     with Computer("laptop", config="mcp.json") as computer:
         computer.tools()
         computer.call_tool("echo", {"text": "hi"}, timeout=10)
+        computer.desktop()
+        computer.finder(keywords=["report"])
 
 `connect(url, office_id)` then makes the same Computer answer agents (`socket_side`).
 
 Threads (all stopped by `close()`): the bridge loop (MCP I/O), the event thread
-(tool-list refreshes, `server:update_*`, listeners), and the Socket.IO client's own.
+(tool-list refreshes, resource change detection, listeners), the debounce thread
+(`server:update_desktop` / `server:update_finder`), and the Socket.IO client's own.
 """
 
 from __future__ import annotations
@@ -19,23 +22,37 @@ import threading
 from typing import Any, Callable, Iterable, Mapping
 
 from ..connection import ReconnectPolicy
+from ..protocol import events
 from ..protocol.codec import from_wire
+from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
+    DEFAULT_FINDER_LIMIT,
     CallToolResult,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    CompletionReference,
+    Desktop,
     GetComputerConfigRet,
     MCPServerConfig,
     MCPServerInput,
+    Resource,
+    ResourceContents,
     SMCPTool,
 )
 from .bridge import SHUTDOWN_GRACE, EventLoopThread
 from .catalog import ToolCatalog, build_catalog
 from .config_file import check_unique_names, load_config
+from .desktop import desktop_channel, get_desktop
 from .event_pump import EventPump
+from .finder import FinderPage, finder_channel, get_finder
 from .history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 from .inputs import AskInput, InputResolver
 from .manager import ServerManager
 from .redaction import public_input
 from .policy import ServerPolicy
+from .resource_reads import ResourceRequests
+from .resource_watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .socket_side import SocketSide
 from .status import ServerEvent, ServerStatus
 from .tool_calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
@@ -46,6 +63,8 @@ log = logging.getLogger(__name__)
 DEFAULT_START_TIMEOUT = 30.0
 
 ServerListener = Callable[[ServerEvent], None]
+#: Called with the `server:update_*` event name each time the Computer announces a change.
+UpdateListener = Callable[[str], None]
 
 _TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed"})
 
@@ -57,7 +76,8 @@ class Computer:
     `config`: a config file path or parsed document (see `config_file`), whose servers
     come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
     placeholders get their values; `confirm`: asked before each call of a tool whose
-    `auto_apply` is not true (None: no confirmation needed).
+    `auto_apply` is not true (None: no confirmation needed); `update_debounce`: seconds
+    of quiet before a Desktop / Finder change is announced (a burst is one announcement).
     """
 
     def __init__(
@@ -73,6 +93,7 @@ class Computer:
         policy: ServerPolicy = ServerPolicy(),
         history_size: int = DEFAULT_HISTORY_SIZE,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
+        update_debounce: float = DEFAULT_DEBOUNCE,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -92,7 +113,15 @@ class Computer:
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
         self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history)
+        # requests for agents must end before the Server stops waiting for the answer
+        request_timeout = min(policy.request_timeout, DEFAULT_REQUEST_TIMEOUT - SERVER_TIMEOUT_BUFFER)
+        self._desktop = desktop_channel(self._manager, request_timeout)
+        self._finder = finder_channel(self._manager, request_timeout)
+        channels = (self._desktop, self._finder)
+        self._watch = ResourceWatch(name, self._manager, channels, self._announce, request_timeout, update_debounce)
+        self._resources = ResourceRequests(self._manager, self._watch, channels, request_timeout)
         self._listeners: list[ServerListener] = []
+        self._update_listeners: list[UpdateListener] = []
         self._socket = SocketSide(self, reconnect)
         self._lifecycle = threading.Lock()
         self._started = self._closed = False
@@ -109,9 +138,11 @@ class Computer:
                 return self
             self._bridge.start()
             self._events.start()
+            self._watch.start()
             self._started = True
         self._manager.start_enabled(timeout)
         self._refresh_tools()
+        self._watch.current_servers()  # enumerated and subscribed before start() returns
         return self
 
     def close(self, timeout: float = SHUTDOWN_GRACE) -> None:
@@ -129,6 +160,7 @@ class Computer:
             except TimeoutError:
                 log.warning("Computer %r: MCP servers did not all stop in time", self.name)
             self._events.stop(timeout)
+            self._watch.stop(timeout)
             self._bridge.stop(timeout)
 
     def __enter__(self) -> Computer:
@@ -182,6 +214,56 @@ class Computer:
         """Recent tool calls, oldest first."""
         return self._history.records()
 
+    # -- Desktop, Finder and resources -------------------------------------------------
+
+    def desktop(self, desktop_size: int | None = None, window: str | None = None) -> list[Desktop]:
+        """The Desktop (spec/desktop.md): rendered windows, at most `desktop_size` (None:
+        all). `window` fetches that one window (its exact listed URI) and nothing else."""
+        self._require_started()
+        servers = self._watch.current_servers()
+        return get_desktop(self._desktop, servers, self._history.records(), desktop_size, window)
+
+    def finder(
+        self,
+        keywords: list[str] | None = None,
+        file_type: str | None = None,
+        offset: int = 0,
+        limit: int = DEFAULT_FINDER_LIMIT,
+    ) -> FinderPage:
+        """One page of the document catalogue (spec/finder.md) and its `total_count`."""
+        self._require_started()
+        servers = self._watch.current_servers()
+        return get_finder(self._finder, servers, self._history.records(), keywords, file_type, offset, limit)
+
+    def read_resource(self, uri: str, mcp_server: str | None = None) -> list[ResourceContents]:
+        """Read `uri` on the MCP server that lists its host (`dpe://`, `window://`), or on
+        `mcp_server`. Invalid `dpe://` URIs are 4204; unknown documents, pages and elements
+        4201 / 4202 / 4203."""
+        self._require_started()
+        return self._resources.read(uri, mcp_server)
+
+    def get_resources(self, mcp_server: str, cursor: str | None = None) -> tuple[list[Resource], str | None]:
+        """One page of `mcp_server`'s `resources/list` and the next page's cursor (None: last)."""
+        self._require_started()
+        return self._resources.page(mcp_server, cursor)
+
+    def complete(
+        self,
+        ref: CompletionReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None = None,
+        mcp_server: str | None = None,
+    ) -> Completion:
+        """MCP `completion/complete`, on the server owning the resource template's host (a
+        prompt reference needs `mcp_server`)."""
+        self._require_started()
+        return self._resources.complete(ref, argument, context, mcp_server)
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        """Call `listener(event)` each time the Computer announces a change to the office
+        (`server:update_tool_list`, `_config`, `_desktop`, `_finder`), connected or not."""
+        self._update_listeners.append(listener)
+
     # -- MCP servers ---------------------------------------------------------------------
 
     @property
@@ -226,10 +308,11 @@ class Computer:
 
     def get_config(self) -> GetComputerConfigRet:
         """Servers and inputs as agents may see them: secrets redacted (`redaction`),
-        plus diagnostics (tool-name clashes, servers down)."""
+        plus diagnostics (tool-name clashes, servers down, windows and documents left out)."""
         servers, notes = self._manager.public_configs()
         inputs = [public_input(item) for item in self._manager.inputs.definitions]
-        diagnostics = [*notes, *self._catalog.diagnostics]
+        channels = [*self._desktop.diagnostics(), *self._finder.diagnostics()]
+        diagnostics = [*notes, *self._catalog.diagnostics, *channels]
         return GetComputerConfigRet(servers=servers, inputs=inputs, diagnostics=diagnostics or None)
 
     def add_listener(self, listener: ServerListener) -> None:
@@ -244,14 +327,15 @@ class Computer:
         if not self._started or self._closed:
             raise RuntimeError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
 
-    def _on_server_events(self, events: list[ServerEvent]) -> None:
-        kinds = {event.kind for event in events}
+    def _on_server_events(self, batch: list[ServerEvent]) -> None:
+        kinds = {event.kind for event in batch}
         if kinds & _TOOL_EVENTS:
             self._refresh_tools()
         if "config_changed" in kinds:
-            self._socket.announce_config()
+            self._announce(events.UPDATE_CONFIG)
+        self._watch.on_server_events(batch)
         for listener in list(self._listeners):
-            for event in events:
+            for event in batch:
                 try:
                     listener(event)
                 except Exception:
@@ -265,7 +349,15 @@ class Computer:
         for diagnostic in sorted(set(new.diagnostics) - set(old.diagnostics)):
             log.warning("Computer %r: %s", self.name, diagnostic)
         if new.tools != old.tools:
-            self._socket.announce_tools()
+            self._announce(events.UPDATE_TOOL_LIST)
+
+    def _announce(self, event: str) -> None:
+        self._socket.announce(event)
+        for listener in list(self._update_listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("update listener %r failed on %s", listener, event)
 
 
 def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:

@@ -18,9 +18,19 @@ from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import BadRequestError, NotFoundError
 from ..protocol.models import (
     AgentCallData,
+    CompleteReq,
+    CompleteRet,
     GetComputerConfigReq,
+    GetDeskTopReq,
+    GetDeskTopRet,
+    GetFinderReq,
+    GetFinderRet,
+    GetResourcesReq,
+    GetResourcesRet,
     GetToolsReq,
     GetToolsRet,
+    ReadResourceReq,
+    ReadResourceRet,
     ToolCallReq,
     UpdateComputerConfigReq,
 )
@@ -43,6 +53,11 @@ class SocketSide:
             events.TOOL_CALL: self._on_tool_call,
             events.GET_TOOLS: self._on_get_tools,
             events.GET_CONFIG: self._on_get_config,
+            events.GET_DESKTOP: self._on_get_desktop,
+            events.GET_FINDER: self._on_get_finder,
+            events.READ_RESOURCE: self._on_read_resource,
+            events.GET_RESOURCES: self._on_get_resources,
+            events.COMPLETE: self._on_complete,
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
 
@@ -67,13 +82,8 @@ class SocketSide:
         if connection is not None:
             connection.close()
 
-    def announce_tools(self) -> None:
-        self._announce(events.UPDATE_TOOL_LIST)
-
-    def announce_config(self) -> None:
-        self._announce(events.UPDATE_CONFIG)
-
-    def _announce(self, event: str) -> None:
+    def announce(self, event: str) -> None:
+        """Send `event` (a `server:update_*`) to the office, if in one."""
         connection = self._connection
         if connection is None or connection.office_id is None:
             return
@@ -101,6 +111,36 @@ class SocketSide:
         request = from_wire(GetComputerConfigReq, payload)
         self._check_addressed(request.computer)
         return to_wire(self._computer.get_config())
+
+    def _on_get_desktop(self, payload: Any) -> Any:
+        request = from_wire(GetDeskTopReq, payload)
+        self._check_addressed(request.computer)
+        desktops = self._computer.desktop(request.desktop_size, request.window)
+        return to_wire(GetDeskTopRet(desktops=desktops, req_id=request.req_id))
+
+    def _on_get_finder(self, payload: Any) -> Any:
+        request = from_wire(GetFinderReq, payload)
+        self._check_addressed(request.computer)
+        page = self._computer.finder(request.keywords, request.file_type, request.offset, request.limit)
+        return to_wire(GetFinderRet(documents=page.documents, total_count=page.total_count, req_id=request.req_id))
+
+    def _on_read_resource(self, payload: Any) -> Any:
+        request = from_wire(ReadResourceReq, payload)
+        self._check_addressed(request.computer)
+        contents = self._computer.read_resource(request.uri, request.mcp_server)
+        return to_wire(ReadResourceRet(contents=contents, req_id=request.req_id))
+
+    def _on_get_resources(self, payload: Any) -> Any:
+        request = from_wire(GetResourcesReq, payload)
+        self._check_addressed(request.computer)
+        resources, next_cursor = self._computer.get_resources(request.mcp_server, request.cursor)
+        return to_wire(GetResourcesRet(resources=resources, next_cursor=next_cursor, req_id=request.req_id))
+
+    def _on_complete(self, payload: Any) -> Any:
+        request = from_wire(CompleteReq, payload)
+        self._check_addressed(request.computer)
+        completion = self._computer.complete(request.ref, request.argument, request.context, request.mcp_server)
+        return to_wire(CompleteRet(completion=completion, req_id=request.req_id))
 
     def _on_cancel(self, payload: Any) -> None:
         request = from_wire(AgentCallData, payload)

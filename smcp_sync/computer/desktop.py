@@ -1,0 +1,50 @@
+"""The Desktop (spec/desktop.md): the `window://` resource channel and what an Agent gets
+for `client:get_desktop`.
+
+A window's value is the contents of reading its listed URI, cached while the Computer is
+subscribed to it. Laying windows out is `organize_desktop`'s job; this gathers them.
+"""
+
+from __future__ import annotations
+
+from typing import Reversible, Sequence
+
+from ..context.desktop import Window, organize_desktop
+from ..context.server_order import CallRecord
+from ..protocol import events
+from ..protocol.errors import BadRequestError
+from ..protocol.models import Desktop, ResourceContents
+from ..protocol.window_uri import SCHEME, parse_window_uri
+from .manager import ServerManager
+from .resource_channel import ResourceChannel
+
+WindowContents = tuple[ResourceContents, ...]
+
+
+def desktop_channel(manager: ServerManager, timeout: float) -> ResourceChannel[WindowContents]:
+    def read_window(server: str, uri: str) -> WindowContents:
+        parse_window_uri(uri)  # a window the organiser would drop is not worth a read
+        return tuple(manager.read_resource(server, uri, timeout))
+
+    return ResourceChannel("desktop", SCHEME, events.UPDATE_DESKTOP, read_window)
+
+
+def get_desktop(
+    channel: ResourceChannel[WindowContents],
+    servers: Sequence[str],
+    history: Reversible[CallRecord],
+    size: int | None = None,
+    window: str | None = None,
+) -> list[Desktop]:
+    """The rendered desktop: at most `size` windows (None: all; <= 0: none). `window` asks
+    for that one window only (the exact URI its server lists; unlisted: an empty desktop)."""
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+        raise BadRequestError(
+            f"desktop_size must be an integer or null, got {size!r}", details={"field": "desktop_size"}
+        )
+    if window is not None:
+        parse_window_uri(window)  # 400 naming the broken rule
+    if size is not None and size <= 0:
+        return []
+    windows = [Window(server=e.server, uri=e.uri, contents=e.value) for e in channel.entries(servers, window)]
+    return organize_desktop(windows, size, history)

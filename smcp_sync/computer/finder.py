@@ -1,0 +1,74 @@
+"""The Finder (spec/finder.md): the `dpe://` resource channel of document summaries and
+what an Agent gets for `client:get_finder`.
+
+A document's value is its `DPEDocumentSummary`, built from one read of its Level 1 URI
+and cached until a change notice drops it (DESIGN §3: never a read per document per
+call). A document that cannot be read or is not a DPE document is left out of the
+catalogue, not allowed to fail it (see `ResourceChannel.diagnostics`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Reversible, Sequence
+
+import attrs
+
+from ..context.finder import organize_finder
+from ..context.server_order import CallRecord
+from ..protocol import events
+from ..protocol.codec import from_wire
+from ..protocol.dpe_uri import SCHEME, parse_dpe_uri
+from ..protocol.errors import BadRequestError
+from ..protocol.models import (
+    DEFAULT_FINDER_LIMIT,
+    DPEDocument,
+    DPEDocumentSummary,
+    ResourceContents,
+    TextResourceContents,
+)
+from .manager import ServerManager
+from .resource_channel import ResourceChannel
+
+
+@attrs.frozen
+class FinderPage:
+    """One page of the catalogue; `total_count` counts every match, before paging."""
+
+    documents: list[DPEDocumentSummary]
+    total_count: int
+
+
+def finder_channel(manager: ServerManager, timeout: float) -> ResourceChannel[DPEDocumentSummary]:
+    def read_summary(server: str, uri: str) -> DPEDocumentSummary:
+        if parse_dpe_uri(uri).level != 1:
+            raise BadRequestError("a listed dpe:// resource must be a document (Level 1) URI")
+        return document_summary(server, manager.read_resource(server, uri, timeout))
+
+    return ResourceChannel("finder", SCHEME, events.UPDATE_FINDER, read_summary)
+
+
+def document_summary(server: str, contents: Sequence[ResourceContents]) -> DPEDocumentSummary:
+    """The catalogue entry of `server`'s document from its Level 1 answer (JSON text)."""
+    text = next((c.text for c in contents if isinstance(c, TextResourceContents)), None)
+    if text is None:
+        raise BadRequestError("its Level 1 answer has no text contents")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BadRequestError(f"its Level 1 answer is not JSON: {exc}") from None
+    return from_wire(DPEDocument, data).to_summary(server)
+
+
+def get_finder(
+    channel: ResourceChannel[DPEDocumentSummary],
+    servers: Sequence[str],
+    history: Reversible[CallRecord],
+    keywords: Sequence[str] | None = None,
+    file_type: str | None = None,
+    offset: int = 0,
+    limit: int = DEFAULT_FINDER_LIMIT,
+) -> FinderPage:
+    documents = [entry.value for entry in channel.entries(servers)]
+    page, total_count = organize_finder(documents, keywords, file_type, history, offset, limit)
+    return FinderPage(documents=page, total_count=total_count)

@@ -1,0 +1,167 @@
+"""Keeps the resource channels in step with the MCP servers (DESIGN §2; spec/desktop.md and
+spec/finder.md "变化检测").
+
+* A running server with the `resources` capability is enumerated (every page of
+  `resources/list`) once per session; each of its channel URIs is subscribed to when it
+  declares `resources.subscribe`; each channel gets the URIs of its scheme.
+* `resources/list_changed` → list again and compare each channel's URI set: a channel
+  whose set did not change is not announced. `resources/updated` for a channel's scheme →
+  that channel changed (its cached value dropped), no comparison needed.
+* A server that stops, crashes or is removed leaves the channels (a change if it had URIs).
+* Changes reach the office through a `Debouncer`: one announcement per channel per burst.
+
+Runs on the Computer's event thread (never on the loop, so blocking MCP requests are fine
+here), and on a reader's thread (`current_servers`), so that a `get_finder` right after a
+server connected does not depend on the event thread having caught up. A per-server lock
+keeps the two from enumerating one server at the same time; the state of a server is
+only touched while holding its lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, Sequence
+
+from ..protocol.errors import NotFoundError, SMCPError
+from .debounce import Debouncer
+from .manager import ServerManager
+from .resource_channel import ResourceChannel
+from .status import ServerEvent, ServerStatus
+
+log = logging.getLogger(__name__)
+
+#: Seconds of quiet after a change before it is announced (a burst becomes one announcement).
+DEFAULT_DEBOUNCE = 0.2
+#: A stream of changes is still announced at least this often (seconds).
+MAX_ANNOUNCE_DELAY = 1.0
+
+#: Server events after which a server's place in the channels is checked.
+_LIFECYCLE = frozenset({"connected", "disconnected", "config_changed"})
+
+
+def _participates(status: ServerStatus) -> bool:
+    return status.running and status.capabilities is not None and status.capabilities.resources
+
+
+class ResourceWatch:
+    def __init__(
+        self,
+        name: str,
+        manager: ServerManager,
+        channels: Sequence[ResourceChannel[Any]],
+        announce: Callable[[str], None],
+        timeout: float,
+        debounce: float = DEFAULT_DEBOUNCE,
+    ) -> None:
+        self._manager = manager
+        self._channels = tuple(channels)
+        self._timeout = timeout
+        max_delay = max(debounce, MAX_ANNOUNCE_DELAY)
+        self._debouncer = Debouncer(name, lambda channel: announce(channel.update_event), debounce, max_delay)
+        self._locks_guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._known: dict[str, int] = {}  # server -> generation the channels hold the listing of
+        self._subscribed: dict[str, set[str]] = {}  # server -> URIs subscribed in that generation
+
+    def start(self) -> None:
+        self._debouncer.start()
+
+    def stop(self, timeout: float) -> None:
+        self._debouncer.stop(timeout)
+
+    def on_server_events(self, events: Sequence[ServerEvent]) -> None:
+        """Handle one batch from the event pump: a burst costs one listing per server."""
+        relist: dict[str, bool] = {}
+        for event in events:
+            if event.kind == "resource_updated" and event.uri is not None:
+                self._updated(event.server, event.uri)
+            elif event.kind == "resources_list_changed":
+                relist[event.server] = True
+            elif event.kind in _LIFECYCLE:
+                relist.setdefault(event.server, False)
+        for server, again in relist.items():
+            self._sync(server, relist=again)
+
+    def current_servers(self) -> list[str]:
+        """The running servers with resources, in configuration order, each enumerated for
+        its current session (done here if the event thread has not got to it yet)."""
+        servers = []
+        for config, status in self._manager.snapshot():
+            if _participates(status):
+                if self._known.get(config.name) != status.generation:
+                    self._sync(config.name, relist=False)
+                servers.append(config.name)
+        return servers
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _updated(self, server: str, uri: str) -> None:
+        for channel in self._channels:
+            if channel.accepts(uri):
+                channel.cache.invalidate(server, uri)
+                self._debouncer.trigger(channel)
+
+    def _sync(self, server: str, relist: bool) -> None:
+        lock = self._lock_for(server)
+        if not lock.acquire(timeout=self._timeout):
+            log.warning("resources of MCP server %r are still being listed; answering with what is known", server)
+            return
+        try:
+            try:
+                status = self._manager.status(server)
+            except NotFoundError:  # removed
+                status = None
+            if status is None or not _participates(status):
+                self._forget(server)
+            elif relist or self._known.get(server) != status.generation:
+                self._enumerate(server, status)
+        finally:
+            lock.release()
+
+    def _enumerate(self, server: str, status: ServerStatus) -> None:
+        new_session = self._known.get(server) != status.generation
+        try:
+            resources = self._manager.list_resources(server, self._timeout)
+        except SMCPError as exc:
+            log.warning("cannot list the resources of MCP server %r: %s", server, exc.message)
+            if new_session:
+                self._forget(server)
+            return
+        listed = {resource.uri for resource in resources}
+        subscribed = set() if new_session else self._subscribed.get(server, set()) & listed
+        can_subscribe = status.capabilities is not None and status.capabilities.resources_subscribe
+        for channel in self._channels:
+            uris = [resource.uri for resource in resources if channel.accepts(resource.uri)]
+            if can_subscribe:
+                subscribed |= self._subscribe(server, [uri for uri in uris if uri not in subscribed])
+            if channel.cache.replace(server, status.generation, uris, subscribed):
+                log.info("%s: MCP server %r lists %d %s:// URIs now", channel.name, server, len(uris), channel.scheme)
+                self._debouncer.trigger(channel)
+            else:
+                log.debug("%s: the %s:// URIs of MCP server %r did not change", channel.name, channel.scheme, server)
+        self._subscribed[server] = subscribed
+        self._known[server] = status.generation
+
+    def _subscribe(self, server: str, uris: list[str]) -> set[str]:
+        """The URIs of `uris` the server accepted a subscription to."""
+        accepted = set()
+        for uri in uris:
+            try:
+                self._manager.subscribe_resource(server, uri, self._timeout)
+            except SMCPError as exc:
+                log.warning("MCP server %r refused a subscription to %s: %s", server, uri, exc.message)
+            else:
+                accepted.add(uri)
+        return accepted
+
+    def _forget(self, server: str) -> None:
+        self._known.pop(server, None)
+        self._subscribed.pop(server, None)
+        for channel in self._channels:
+            if channel.cache.forget(server):
+                self._debouncer.trigger(channel)
+
+    def _lock_for(self, server: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(server, threading.Lock())
