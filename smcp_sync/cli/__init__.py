@@ -38,7 +38,12 @@ class CommandLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandLineParser(prog="smcp-sync", description="A2C-SMCP in synchronous Python.")
+    parser = CommandLineParser(
+        prog="smcp-sync",
+        description="A2C-SMCP in synchronous Python. Try: smcp-sync demo",
+        epilog="exit codes: 0 ok, 1 runtime failure (unreachable server, refused connection or join, protocol "
+        "error, failed tool call), 2 bad arguments or configuration, 130 interrupted",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_log_level(parser, DEFAULT_LOG_LEVEL)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -35,7 +35,7 @@ DEFAULT_NAME = "smcp-sync-cli"
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "agent",
-        help="act as an Agent once: list tools, call a tool, show a desktop or the office",
+        help="act as an Agent once: tools, a tool call, the desktop, the Finder, a resource, the office",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -11,6 +11,7 @@ boundary matters.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -63,7 +64,10 @@ def one_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["demo"], ["server"], ["computer"], ["agent"], *(["agent", a] for a in ("tools", "call", "desktop", "room"))],
+    [
+        [], ["demo"], ["server"], ["computer"], ["agent"],
+        *(["agent", action] for action in ("tools", "call", "desktop", "finder", "read", "room")),
+    ],
     ids=lambda command: " ".join(command) or "smcp-sync",
 )
 def test_help_everywhere(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -291,3 +295,28 @@ def test_server_json_prints_the_bound_url_and_a_busy_port_is_one_line(tmp_path: 
     assert busy.returncode == 1
     assert busy.stderr == f"smcp-sync server: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     assert server.returncode == 0
+
+
+def test_computer_json_prints_what_joined_and_sigterm_ends_it(server: str, tmp_path: Path) -> None:
+    config = tmp_path / "tools.json"
+    tools_server = {"command": sys.executable, "args": ["-m", "smcp_sync.demo.servers.tools_server"]}
+    config.write_text(json.dumps([{"name": "tools", "type": "stdio", "server_parameters": tools_server}]))
+    command = ["computer", "--config", str(config), "--url", server, "--office", OFFICE, "--name", "laptop"]
+    computer = subprocess.Popen(
+        [SMCP_SYNC, *command, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SMCP_API_KEY": KEY},
+    )  # fmt: skip
+    try:
+        assert computer.stdout is not None
+        ready = json.loads(computer.stdout.readline())
+    finally:
+        computer.terminate()
+        _, stderr = computer.communicate(timeout=20)
+    assert ready == {
+        "computer": "laptop",
+        "office_id": OFFICE,
+        "url": server,
+        "tools": ["calculate", "text_stats", "current_time", "list_documents", "read_document"],
+        "servers": {"tools": "running"},
+    }
+    assert computer.returncode == 0, stderr
