@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.interop.venv import official_sdk_python
 
-from . import echo, loadgen, memory, paths, report, roundtrip
+from . import echo, finder, loadgen, memory, paths, report, roundtrip
 
 log = logging.getLogger("benchmarks")
 
@@ -39,6 +39,8 @@ QUICK_PLAN = loadgen.LoadPlan(
 FULL_ROUNDS, QUICK_ROUNDS = 5, 2
 FULL_MEMORY_LEVELS = (10, 100, 300)
 QUICK_MEMORY_LEVELS = (2, 5)
+FULL_FINDER = finder.FinderPlan()
+QUICK_FINDER = finder.FinderPlan(servers=2, documents=50, warm_calls=5, storm_count=50, storm_seconds=0.2)
 
 #: Round-trip sections and the paths they measure (all measured together, in rounds).
 ROUND_TRIP_PATHS = {
@@ -46,7 +48,7 @@ ROUND_TRIP_PATHS = {
     "tool_call": ("smcp_sync",),
     "official": ("official",),
 }
-SECTIONS = (*ROUND_TRIP_PATHS, "memory")
+SECTIONS = (*ROUND_TRIP_PATHS, "finder", "storm", "memory")
 
 
 class Run:
@@ -65,6 +67,8 @@ class Run:
             choice = "official" if "official" in self.sections else "tool-server"
         self.echo = echo.choose(choice, args.echo_command, self.official_python)
         self.outcomes: dict[str, list[dict[str, Any]]] = {}
+        self.finder_plan = QUICK_FINDER if args.quick else FULL_FINDER
+        self.finder: dict[str, Any] | None = None
         self.memory: dict[str, Any] | None = None
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
@@ -84,6 +88,9 @@ class Run:
         self.outcomes, failures = roundtrip.run_rounds(self._path_factories(), self.plan, self.rounds)
         self.failures.update(failures)
 
+    def finder_section(self) -> None:
+        self.finder = finder.run(self.finder_plan, catalogue="finder" in self.sections, storm="storm" in self.sections)
+
     def memory_section(self) -> None:
         self.memory = memory.idle_clients(self.memory_levels)
 
@@ -91,6 +98,8 @@ class Run:
         steps: list[tuple[str, Callable[[], None]]] = []
         if any(section in self.sections for section in ROUND_TRIP_PATHS):
             steps.append(("round trips", self.round_trips))
+        if "finder" in self.sections or "storm" in self.sections:
+            steps.append(("finder", self.finder_section))
         if "memory" in self.sections:
             steps.append(("memory", self.memory_section))
         for name, step in steps:
@@ -114,6 +123,8 @@ class Run:
         if self.outcomes:
             tables.append(report.paths_table(self.summaries(), self.plan.levels))
             tables.append(report.ratios_table(roundtrip.ratios(self.outcomes, self.plan.levels)))
+        if self.finder is not None:
+            tables += report.finder_tables(self.finder)
         if self.memory is not None:
             tables.append(report.memory_table(self.memory))
         tables.append(report.load_note(self.loads))
@@ -134,6 +145,7 @@ class Run:
             "summaries": self.summaries(),
             "ratios": roundtrip.ratios(self.outcomes, self.plan.levels),
             "outcomes": self.outcomes,
+            "finder": self.finder,
             "memory": self.memory,
             "load": self.loads,
             "failures": self.failures,

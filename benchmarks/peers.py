@@ -10,7 +10,8 @@ Roles:
 * ``smcp-server``: `SMCPServer().start()` (werkzeug, threading mode) on 127.0.0.1:0;
 * ``raw-server``: a bare python-socketio threading Server on the same werkzeug
   transport, whose ``echo`` event returns its payload (the Socket.IO floor);
-* ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O;
+* ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O,
+  with one MCP server config or a list of them (JSON);
 * ``idle-agents --url U --count N --prefix P``: N Agents, each joined to its own office,
   then idle.
 
@@ -81,9 +82,11 @@ def run_raw_server(args: argparse.Namespace) -> None:
 def run_computer(args: argparse.Namespace) -> None:
     from smcp_sync.computer import Computer
 
-    computer = Computer(args.name, servers=[json.loads(args.mcp_config)])
+    configs = json.loads(args.mcp_config)
+    computer = Computer(args.name, servers=configs if isinstance(configs, list) else [configs])
     try:
-        computer.connect(args.url, args.office, timeout=30)
+        computer.start(args.timeout)
+        computer.connect(args.url, args.office, timeout=args.timeout)
         emit({"event": "ready", "tools": [tool.name for tool in computer.tools()], "pid": os.getpid()})
         wait_for_stop()
     finally:
@@ -121,7 +124,8 @@ def main() -> None:
         role.add_argument("--url", required=True)
     computer.add_argument("--office", required=True)
     computer.add_argument("--name", required=True)
-    computer.add_argument("--mcp-config", required=True, help="one MCP server config (JSON)")
+    computer.add_argument("--mcp-config", required=True, help="an MCP server config or a list of them (JSON)")
+    computer.add_argument("--timeout", type=float, default=30.0, help="seconds to start the MCP servers and join")
     idle.add_argument("--count", type=int, required=True)
     idle.add_argument("--prefix", required=True)
     args = parser.parse_args()

@@ -53,10 +53,10 @@ class Peers:
             "ready", timeout
         )
 
-    def computer(self, url: str, office: str, name: str, config: dict[str, Any]) -> dict[str, Any]:
-        return self.start(
-            "computer", "--url", url, "--office", office, "--name", name, "--mcp-config", json.dumps(config)
-        )
+    def computer(self, url: str, office: str, name: str, config: Any, timeout: float = READY_TIMEOUT) -> dict[str, Any]:
+        """A Computer peer with `config` (one MCP server config or a list), joined to `office`."""
+        args = ["--url", url, "--office", office, "--name", name, "--mcp-config", json.dumps(config)]
+        return self.start("computer", *args, "--timeout", str(timeout), timeout=timeout + 10)
 
     def official_server(self, python: os.PathLike | str) -> str:
         """The official SDK's sync Server (werkzeug) with tracing off; returns its URL."""

@@ -98,6 +98,38 @@ def ratios_table(rows: list[tuple[str, float | None, str]]) -> Table:
     return table
 
 
+# -- finder -------------------------------------------------------------------------------
+
+
+def finder_tables(result: dict[str, Any]) -> list[Table]:
+    title = f"{result['servers']} MCP servers × {result['documents_per_server']} documents"
+    tables = []
+    catalogue = result.get("catalogue")
+    if catalogue is not None:
+        table = Table(f"Finder: {title}", ["measure", "value", "unit"])
+        table.add("Computer start + join", result["computer_ready_s"], "s")
+        table.add("first get_finder after the join (cold)", catalogue["first_ms"], "ms")
+        table.add(
+            "requests the Server timed out (408) before the catalogue was complete", catalogue["timeouts"], "requests"
+        )
+        table.add("catalogue complete, after the join", catalogue["complete_s"], "s")
+        for key, label in (("warm", "warm get_finder (first page)"), ("keywords", "warm get_finder, 1 keyword")):
+            table.add(f"{label} p50", catalogue[key]["p50_ms"], "ms")
+            table.add(f"{label} p99", catalogue[key]["p99_ms"], "ms")
+        tables.append(table)
+    storm = result.get("storm")
+    if storm is not None:
+        table = Table(f"Notification storm on one document ({title})", ["measure", "value", "unit"])
+        table.add("resources/updated sent by the MCP server", storm["notices_sent"], "notices")
+        table.add("storm duration", storm["storm_s"], "s")
+        table.add("notify:update_finder received by the Agent", storm["update_finder_received"], "notifications")
+        table.add("first notify:update_finder, after the storm began", storm["first_update_after_s"], "s")
+        table.add("last notify:update_finder, after the storm ended", storm["last_update_after_end_s"], "s")
+        table.add("final state visible to get_finder, after the storm ended", storm["visible_after_end_s"], "s")
+        tables.append(table)
+    return tables
+
+
 # -- memory -------------------------------------------------------------------------------
 
 

@@ -110,6 +110,17 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
     ratios = {row["comparison"]: number(row["ratio"]) for row in tables["Ratios (paired per round, median)"]}
     assert len(ratios) == 7 and all(value > 0 for name, value in ratios.items() if "/ raw socket.io" not in name)
 
+    catalogue = {row["measure"]: number(row["value"]) for row in tables["Finder: 2 MCP servers × 50 documents"]}
+    assert catalogue["requests the Server timed out (408) before the catalogue was complete"] == 0
+    assert all(value > 0 for name, value in catalogue.items() if "408" not in name)
+    storm = {
+        row["measure"]: row["value"]
+        for row in tables["Notification storm on one document (2 MCP servers × 50 documents)"]
+    }
+    assert number(storm["resources/updated sent by the MCP server"]) == 50
+    assert 1 <= number(storm["notify:update_finder received by the Agent"]) <= 50
+    assert number(storm["final state visible to get_finder, after the storm ended"]) >= 0
+
     memory = tables["Server cost per idle connected client"]
     assert [int(row["idle clients"]) for row in memory] == [0, 2, 5]
     for row in memory[1:]:
@@ -118,12 +129,13 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
         )
 
     loads = tables["Machine load during each section (1-min load average)"]
-    assert [row["section"] for row in loads] == ["round trips", "memory"]
+    assert [row["section"] for row in loads] == ["round trips", "finder", "memory"]
     assert all(number(row["before"]) >= 0 and number(row["after"]) >= 0 for row in loads)
 
     results = json.loads(results_path.read_text(encoding="utf-8"))
     assert set(results["summaries"]) == {"mcp_direct", "raw_socketio", "local_computer", "smcp_sync", "official"}
     assert results["failures"] == {} and [level["clients"] for level in results["memory"]["levels"]] == [2, 5]
+    assert results["finder"]["catalogue"]["documents"] == 100 and results["finder"]["storm"]["notices_sent"] == 50
 
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
