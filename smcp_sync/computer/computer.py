@@ -180,6 +180,7 @@ class Computer:
         connection the Computer reconnects and re-joins by itself."""
         self.start()
         self._socket.connect(url, office_id, auth, timeout)
+        self._watch.discard_pending()
 
     def disconnect(self) -> None:
         """Leave the office and close the Socket.IO connection (MCP servers keep running)."""

@@ -41,6 +41,11 @@ class Debouncer:
             self._pending[key] = (first, now)
             self._changed.notify()
 
+    def discard_pending(self) -> None:
+        """Drop what is waiting to fire (its announcement has been made moot)."""
+        with self._changed:
+            self._pending.clear()
+
     def stop(self, timeout: float) -> None:
         """Stop without firing what is still pending (nobody is listening any more)."""
         with self._changed:

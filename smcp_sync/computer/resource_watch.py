@@ -70,6 +70,11 @@ class ResourceWatch:
     def stop(self, timeout: float) -> None:
         self._debouncer.stop(timeout)
 
+    def discard_pending(self) -> None:
+        """Forget changes not yet announced: agents that just saw this Computer enter the
+        office fetch its Desktop and Finder anyway, so an update notice would be noise."""
+        self._debouncer.discard_pending()
+
     def on_server_events(self, events: Sequence[ServerEvent]) -> None:
         """Handle one batch from the event pump: a burst costs one listing per server."""
         relist: dict[str, bool] = {}

@@ -172,3 +172,26 @@ def test_a_new_document_reaches_the_agent_as_one_notification(office: tuple[Comp
         added.unlink()
     assert agent.notifications.get(timeout=15) == (events.UPDATE_FINDER_NOTIFICATION, {"computer": "c1"})
     assert agent.request(events.GET_FINDER)["total_count"] == 5
+
+
+def test_joining_right_after_start_sends_no_stale_update_notice(tmp_path: Path, no_leaks: None) -> None:
+    """The start's first listing is a change only until the Computer enters the office:
+    agents fetch everything on `notify:enter_office`, so an update notice on its heels
+    would make them fetch twice."""
+    windows = resource_config("windows", tmp_path / "windows.json", WINDOWS)
+    slow_debounce = 1.0  # long enough for the join to happen while the start's change is pending
+    with SMCPServer() as server:
+        url = server.start()
+        agent = Agent(url)
+        computer = Computer("c1", [windows], policy=FAST, update_debounce=slow_debounce)
+        try:
+            computer.start()
+            computer.connect(url, OFFICE)
+            assert agent.notifications_within(slow_debounce + QUIET) == []
+            computer.add_server(resource_config("more", tmp_path / "more.json", WINDOWS[:1]))
+            assert [event for event, _ in agent.notifications_within(slow_debounce + QUIET)] == [
+                events.UPDATE_DESKTOP_NOTIFICATION
+            ]
+        finally:
+            computer.close()
+            agent.connection.close()
