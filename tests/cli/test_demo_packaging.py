@@ -31,10 +31,12 @@ def unpacked_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in SOURCES:
         shutil.copy(REPO / name, source / name)
     shutil.copytree(PACKAGE, source / "smcp_sync", ignore=shutil.ignore_patterns("__pycache__"))
+    # --use-pep517: an isolated build, as current pips do by default (older ones would
+    # otherwise need the `wheel` package next to them).
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--use-pep517", "--no-deps", "--quiet"]
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(root / "dist"), str(source)],
-        capture_output=True, text=True, timeout=100,
-    )  # fmt: skip
+        [*pip_wheel, "--wheel-dir", str(root / "dist"), str(source)], capture_output=True, text=True, timeout=100
+    )
     assert built.returncode == 0, built.stderr
     [wheel] = (root / "dist").glob("smcp_sync-*.whl")
     with zipfile.ZipFile(wheel) as archive:
