@@ -25,7 +25,7 @@ def server_url(text: str) -> str:
     """An argparse type: the Server's URL, ``http(s)://host[:port]`` (or ``ws(s)://``)."""
     try:
         parts = urlsplit(text)
-        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number 0-65535
+        _ = parts.port  # raises ValueError for a port that is not a number 0-65535
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r} is not a URL: {exc}") from None
     if parts.scheme not in _URL_SCHEMES or not parts.hostname:
