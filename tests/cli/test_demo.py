@@ -112,20 +112,27 @@ def test_documents_points_the_demo_at_another_folder_which_it_only_reads(
     assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == before
 
 
-@pytest.mark.parametrize("stop, exit_code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("stop, exit_code, json_mode", [(signal.SIGTERM, 0, False), (signal.SIGINT, 130, True)])
 def test_serve_keeps_server_and_computer_up_for_another_agent_until_stopped(
-    stop: signal.Signals, exit_code: int, capsys: pytest.CaptureFixture[str]
+    stop: signal.Signals, exit_code: int, json_mode: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     demo = subprocess.Popen(
-        [SMCP_SYNC, "demo", "--serve", "--json"],
+        [SMCP_SYNC, "demo", "--serve", "--office", "o-7", *(["--json"] if json_mode else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
     )  # fmt: skip
     try:
-        serving = _record(demo, "serving")
+        if json_mode:
+            serving = _record(demo, "serving")
+            url, office, computer = serving["url"], serving["office_id"], serving["computer"]
+        else:  # the text names the URL, the office and a command to try
+            lines = _lines_until(demo, lambda line: line.startswith("  smcp-sync agent"))
+            url = lines[0].rsplit(" at ", 1)[1]
+            assert lines[-2] == f"Serving at {url}, office 'o-7', until Ctrl-C. In another terminal:"
+            assert lines[-1] == f"  smcp-sync agent --url {url} --office o-7 tools demo-computer"
+            office, computer = "o-7", "demo-computer"
         mcp_servers = psutil.Process(demo.pid).children(recursive=True)
         # The demo's Agent has left: the office takes the one the demo printed a command for.
-        agent = ["agent", "--url", serving["url"], "--office", serving["office_id"], "--json"]
-        assert main([*agent, "tools", serving["computer"]]) == 0
+        assert main(["agent", "--url", url, "--office", office, "--json", "tools", computer]) == 0
         assert [tool["name"] for tool in json.loads(capsys.readouterr().out)] == TOOLS
         demo.send_signal(stop)
         _, stderr = demo.communicate(timeout=WAIT)
@@ -135,24 +142,6 @@ def test_serve_keeps_server_and_computer_up_for_another_agent_until_stopped(
     assert "Traceback" not in stderr
     gone, alive = psutil.wait_procs(mcp_servers, timeout=5)
     assert len(mcp_servers) == 3 and alive == []
-
-
-def test_serve_prints_how_to_connect(tmp_path: Path) -> None:
-    """The text form of --serve names the URL, the office and a command to try."""
-    demo = subprocess.Popen(
-        [SMCP_SYNC, "demo", "--serve", "--documents", str(tmp_path), "--office", "o-7"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    try:
-        lines = _lines_until(demo, lambda line: line.startswith("  smcp-sync agent"))
-        demo.send_signal(signal.SIGTERM)
-        demo.communicate(timeout=WAIT)
-    finally:
-        _stop(demo)
-    url = lines[0].rsplit(" at ", 1)[1]
-    assert lines[-2] == f"Serving at {url}, office 'o-7', until Ctrl-C. In another terminal:"
-    assert lines[-1] == f"  smcp-sync agent --url {url} --office o-7 tools demo-computer"
-    assert demo.returncode == 0
 
 
 def test_a_terminal_that_cannot_show_the_samples_gets_replacement_characters() -> None:
