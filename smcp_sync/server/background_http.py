@@ -37,7 +37,11 @@ class _RequestHandler(WSGIRequestHandler):
 
 class _TrackingWSGIServer(ThreadedWSGIServer):
     def __init__(self, host: str, port: int, app: Any) -> None:
-        super().__init__(host, port, app, handler=_RequestHandler)
+        # Bind here: on a busy port werkzeug would print to stderr and `sys.exit(1)`;
+        # `create_server` raises a plain OSError the caller can handle.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.create_server((host, port), family=family) as listening:
+            super().__init__(host, port, app, handler=_RequestHandler, fd=listening.fileno())
         self._connections_lock = threading.Lock()
         self._connections: dict[threading.Thread, socket.socket] = {}
 

@@ -36,6 +36,17 @@ def test_start_returns_the_bound_url_and_stop_ends_every_thread(no_leaks):
         server.start()
 
 
+def test_start_on_a_busy_port_raises_oserror_and_prints_nothing(no_leaks, capfd):
+    with SMCPServer() as first:
+        port = int(first.start().rsplit(":", 1)[1])
+        second = SMCPServer()
+        with pytest.raises(OSError) as raised:
+            second.start(port=port)
+        assert raised.value.errno is not None
+        second.stop()
+    assert capfd.readouterr().err == ""
+
+
 def test_stop_with_connected_peers_drops_them_and_fails_their_pending_calls(server_factory):
     server = server_factory()
     computer = Peer(server.url)
