@@ -2,7 +2,7 @@
 
 From the repository root (the dev virtualenv: smcp_sync installed, plus psutil)::
 
-    python -m benchmarks                      # everything, a few minutes
+    python -m benchmarks                      # everything: ~7 minutes on 2 cores
     python -m benchmarks --only tool_call,floors
     python -m benchmarks --quick              # tiny counts: checks the script works
     python -m benchmarks --json out.json --markdown out.md
@@ -31,7 +31,7 @@ from . import echo, finder, loadgen, memory, paths, report, roundtrip
 
 log = logging.getLogger("benchmarks")
 
-#: Per round and path; `ROUNDS` rounds (see roundtrip.py for why rounds).
+#: Per round and path; FULL_ROUNDS / QUICK_ROUNDS rounds (roundtrip.py says why rounds).
 FULL_PLAN = loadgen.LoadPlan()
 QUICK_PLAN = loadgen.LoadPlan(
     warmup=3, sequential_calls=20, sequential_budget=3.0, concurrent_calls=30, concurrent_budget=1.0
@@ -65,15 +65,16 @@ class Run:
         choice = args.echo
         if choice == "auto":
             choice = "official" if "official" in self.sections else "tool-server"
-        self.echo = echo.choose(choice, args.echo_command, self.official_python)
+        wants_echo = any(section in self.sections for section in ROUND_TRIP_PATHS)
+        self.echo = echo.choose(choice, args.echo_command, self.official_python) if wants_echo else None
         self.outcomes: dict[str, list[dict[str, Any]]] = {}
         self.finder_plan = QUICK_FINDER if args.quick else FULL_FINDER
-        self.finder: dict[str, Any] | None = None
-        self.memory: dict[str, Any] | None = None
+        self.finder_results: dict[str, Any] | None = None
+        self.memory_results: dict[str, Any] | None = None
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
 
-    def _path_factories(self) -> dict[str, Any]:
+    def _path_factories(self) -> dict[str, roundtrip.PathFactory]:
         factories = {
             "mcp_direct": lambda: paths.mcp_direct(self.echo),
             "raw_socketio": paths.raw_socketio,
@@ -89,14 +90,16 @@ class Run:
         self.failures.update(failures)
 
     def finder_section(self) -> None:
-        self.finder = finder.run(self.finder_plan, catalogue="finder" in self.sections, storm="storm" in self.sections)
+        self.finder_results = finder.run(
+            self.finder_plan, catalogue="finder" in self.sections, storm="storm" in self.sections
+        )
 
     def memory_section(self) -> None:
-        self.memory = memory.idle_clients(self.memory_levels)
+        self.memory_results = memory.idle_clients(self.memory_levels)
 
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], None]]] = []
-        if any(section in self.sections for section in ROUND_TRIP_PATHS):
+        if self.echo is not None:
             steps.append(("round trips", self.round_trips))
         if "finder" in self.sections or "storm" in self.sections:
             steps.append(("finder", self.finder_section))
@@ -123,15 +126,16 @@ class Run:
         if self.outcomes:
             tables.append(report.paths_table(self.summaries(), self.plan.levels))
             tables.append(report.ratios_table(roundtrip.ratios(self.outcomes, self.plan.levels)))
-        if self.finder is not None:
-            tables += report.finder_tables(self.finder)
-        if self.memory is not None:
-            tables.append(report.memory_table(self.memory))
+        if self.finder_results is not None:
+            tables += report.finder_tables(self.finder_results)
+        if self.memory_results is not None:
+            tables.append(report.memory_table(self.memory_results))
         tables.append(report.load_note(self.loads))
         return tables
 
     def markdown(self, info: dict[str, Any]) -> str:
-        parts = [report.header(info, self.echo.label, {**self.plan.to_dict(), "rounds": self.rounds})]
+        echo_label = self.echo.label if self.echo is not None else None
+        parts = [report.header(info, echo_label, {**self.plan.to_dict(), "rounds": self.rounds})]
         parts += [table.markdown() for table in self.tables()]
         parts += [f"**{name} failed**: {error}\n" for name, error in self.failures.items()]
         return "\n".join(parts)
@@ -139,14 +143,14 @@ class Run:
     def results(self, info: dict[str, Any]) -> dict[str, Any]:
         return {
             "machine": info,
-            "echo_server": self.echo.label,
+            "echo_server": self.echo.label if self.echo is not None else None,
             "plan": self.plan.to_dict(),
             "rounds": self.rounds,
             "summaries": self.summaries(),
             "ratios": roundtrip.ratios(self.outcomes, self.plan.levels),
             "outcomes": self.outcomes,
-            "finder": self.finder,
-            "memory": self.memory,
+            "finder": self.finder_results,
+            "memory": self.memory_results,
             "load": self.loads,
             "failures": self.failures,
         }

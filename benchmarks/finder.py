@@ -96,12 +96,13 @@ class Notices:
         with self.arrived:
             return self.arrived.wait_for(lambda: len(self.times) > seen, timeout)
 
-    def wait_quiet(self, quiet: float, timeout: float) -> None:
-        """Until none arrived for `quiet` seconds (at most `timeout`)."""
+    def wait_quiet(self, since: float, quiet: float, timeout: float) -> None:
+        """Until none arrived for `quiet` seconds, counting from `since` at the earliest
+        (at most `timeout`)."""
         deadline = time.monotonic() + timeout
         with self.arrived:
             while time.monotonic() < deadline:
-                last = self.times[-1] if self.times else 0.0
+                last = max(self.times[-1], since) if self.times else since
                 idle_for = time.monotonic() - last
                 if idle_for >= quiet:
                     return
@@ -135,6 +136,7 @@ def _fill(agent: Any, computer: str, plan: FinderPlan, joined_at: float, notices
 
 
 def _warm(agent: Any, computer: str, plan: FinderPlan) -> dict[str, Any]:
+    """Sequential `get_finder` on the complete catalogue: first page, then one keyword."""
 
     def warm() -> None:
         if agent.get_finder(computer, timeout=REQUEST_TIMEOUT).total_count != plan.total:
@@ -169,7 +171,7 @@ def _storm(agent: Any, computer: str, plan: FinderPlan, notices: Notices) -> dic
             visible_at = time.monotonic()
             break
         notices.wait_beyond(seen, deadline - time.monotonic())
-    notices.wait_quiet(QUIET_AFTER_STORM, VISIBLE_TIMEOUT)
+    notices.wait_quiet(sent_at, QUIET_AFTER_STORM, VISIBLE_TIMEOUT)
     arrivals = notices.since(before)
     return {
         "notices_sent": plan.storm_count,

@@ -32,6 +32,8 @@ NA = "n/a"
 
 @dataclass
 class Table:
+    """A titled table; `add` refuses a row of the wrong width."""
+
     title: str
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
@@ -52,11 +54,10 @@ def _row(cells: list[str]) -> str:
 
 
 def _cell(value: Any) -> str:
+    """Floats to 3 significant figures or so (the noise is larger than that)."""
     if value is None:
         return NA
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
+    if not isinstance(value, float):
         return str(value)
     magnitude = abs(value)
     return f"{value:.0f}" if magnitude >= 100 else f"{value:.1f}" if magnitude >= 10 else f"{value:.2f}"
@@ -204,14 +205,14 @@ def machine() -> dict[str, Any]:
     }
 
 
-def header(info: dict[str, Any], echo_label: str, plan: dict[str, Any]) -> str:
+def header(info: dict[str, Any], echo_label: str | None, plan: dict[str, Any]) -> str:
     packages = ", ".join(f"{name} {version}" for name, version in info["packages"].items())
     return "\n".join(
         [
             f"- date: {info['date']}, commit {info['commit']}",
             f"- machine: {info['cpu']}, {info['cores']} cores, {info['memory_gb']} GB RAM; {info['os']}",
             f"- Python {info['python']}; {packages}",
-            f"- MCP echo server: {echo_label}",
+            f"- MCP echo server: {echo_label or NA}",
             f"- load plan: {plan}",
             "",
         ]
