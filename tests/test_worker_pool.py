@@ -1,0 +1,168 @@
+"""The elastic worker pool: every job runs exactly once, at once, on reused threads."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smcp_sync.worker_pool import WorkerPool
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def pool(no_leaks):
+    pool = WorkerPool("test-worker")
+    yield pool
+    assert pool.shutdown(5.0)
+
+
+def test_every_job_runs_exactly_once_from_many_submitters(pool):
+    ran: Counter[int] = Counter()
+    lock = threading.Lock()
+    all_done = threading.Event()
+    total = 8 * 250
+
+    def job(n: int) -> None:
+        with lock:
+            ran[n] += 1
+            if sum(ran.values()) == total:
+                all_done.set()
+
+    def submitter(base: int) -> None:
+        for i in range(250):
+            assert pool.submit(job, base + i)
+
+    submitters = [threading.Thread(target=submitter, args=(k * 1000,)) for k in range(8)]
+    for t in submitters:
+        t.start()
+    for t in submitters:
+        t.join(10)
+    assert all_done.wait(10)
+    assert set(ran.values()) == {1}
+    assert len(ran) == total
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=6),
+       idle_timeout=st.sampled_from([0.0, 0.001, 0.01, 30.0]))
+def test_no_job_is_lost_when_workers_time_out_while_work_arrives(no_leaks, batches, idle_timeout):
+    """Idle timeouts racing hand-overs: each job still runs once."""
+    pool = WorkerPool("race-worker", max_idle=2, idle_timeout=idle_timeout)
+    done = threading.Semaphore(0)
+    ran: list[int] = []
+    try:
+        n = 0
+        for size in batches:
+            for _ in range(size):
+                pool.submit(lambda i: (ran.append(i), done.release()), n)
+                n += 1
+            for _ in range(size):
+                assert done.acquire(timeout=5)
+        assert sorted(ran) == list(range(n))
+    finally:
+        assert pool.shutdown(5.0)
+
+
+def test_a_blocked_job_never_delays_another(pool):
+    release = threading.Event()
+    started = threading.Event()
+    second_ran = threading.Event()
+    pool.submit(lambda: (started.set(), release.wait(10)))
+    assert started.wait(5)
+    pool.submit(second_ran.set)
+    assert second_ran.wait(5)  # while the first still blocks
+    assert not release.is_set()
+    release.set()
+
+
+def test_many_simultaneously_blocked_jobs_each_get_a_thread(pool):
+    """No upper bound: 50 jobs that only finish together (a barrier) all run at once."""
+    barrier = threading.Barrier(51)
+    for _ in range(50):
+        pool.submit(barrier.wait, 10)
+    barrier.wait(10)  # raises BrokenBarrierError if any job were queued behind another
+
+
+def test_sequential_submits_reuse_one_thread(pool):
+    names: list[str] = []
+    for _ in range(100):
+        done = threading.Event()
+        pool.submit(lambda: (names.append(threading.current_thread().name), done.set()))
+        assert done.wait(5)
+        _wait_until(lambda: pool.idle_count == 1)
+    assert len(set(names)) == 1
+    assert names[0].startswith("test-worker-")
+    assert pool.thread_count == 1
+
+
+def test_idle_workers_beyond_max_idle_exit_and_idle_ones_time_out(no_leaks):
+    pool = WorkerPool("cap-worker", max_idle=3, idle_timeout=0.2)
+    try:
+        barrier = threading.Barrier(11)
+        for _ in range(10):
+            pool.submit(barrier.wait, 10)
+        barrier.wait(10)
+        _wait_until(lambda: pool.thread_count == 3)  # the rest exit instead of parking
+        _wait_until(lambda: pool.thread_count == 0)  # then the parked ones time out
+        ran = threading.Event()
+        assert pool.submit(ran.set)  # and a new worker starts for new work
+        assert ran.wait(5)
+    finally:
+        assert pool.shutdown(5.0)
+
+
+def test_exceptions_are_logged_and_the_worker_survives(pool, caplog):
+    def boom() -> None:
+        raise ValueError("job exploded")
+
+    with caplog.at_level(logging.ERROR, logger="smcp_sync.worker_pool"):
+        pool.submit(boom)
+        _wait_until(lambda: pool.idle_count == 1)
+    assert "job exploded" in caplog.text
+    ran = threading.Event()
+    pool.submit(ran.set)
+    assert ran.wait(5)
+    assert pool.thread_count == 1
+
+
+def test_shutdown_joins_busy_and_idle_workers_and_refuses_new_work(no_leaks):
+    pool = WorkerPool("stop-worker")
+    release = threading.Event()
+    started = threading.Barrier(4)
+    for _ in range(3):
+        pool.submit(lambda: (started.wait(5), release.wait(10)))
+    started.wait(5)
+    idle_done = threading.Event()
+    pool.submit(idle_done.set)
+    assert idle_done.wait(5)
+    assert pool.shutdown(0.1) is False  # three still busy: bounded, reports it
+    release.set()
+    assert pool.shutdown(5.0) is True
+    assert pool.thread_count == 0
+    assert pool.submit(print) is False
+
+
+def test_shutdown_from_a_worker_does_not_wait_for_itself(no_leaks):
+    pool = WorkerPool("self-stop")
+    result: list[bool] = []
+    done = threading.Event()
+    pool.submit(lambda: (result.append(pool.shutdown(5.0)), done.set()))
+    assert done.wait(5)
+    assert result == [True]
+    _wait_until(lambda: pool.thread_count == 0)
+
+
+def _wait_until(condition, timeout: float = 5.0) -> None:
+    """Poll a pool counter (there is no event to wait on for a thread parking itself)."""
+    deadline = threading.Event()
+    for _ in range(int(timeout / 0.005)):
+        if condition():
+            return
+        deadline.wait(0.005)
+    assert condition()
