@@ -22,11 +22,14 @@ WindowContents = tuple[ResourceContents, ...]
 
 
 def desktop_channel(manager: ServerManager, timeout: float) -> ResourceChannel[WindowContents]:
-    def read_window(server: str, uri: str) -> WindowContents:
-        parse_window_uri(uri)  # a window the organiser would drop is not worth a read
-        return tuple(manager.read_resource(server, uri, timeout))
-
-    return ResourceChannel("desktop", SCHEME, events.UPDATE_DESKTOP, read_window)
+    return ResourceChannel(
+        "desktop",
+        SCHEME,
+        events.UPDATE_DESKTOP,
+        read=lambda server, uris: manager.read_resources(server, uris, timeout),
+        check=parse_window_uri,  # a window the organiser would drop is not worth a read
+        value_of=lambda server, contents: tuple(contents),
+    )
 
 
 def get_desktop(

@@ -1,10 +1,12 @@
 """The Finder (spec/finder.md): the `dpe://` resource channel of document summaries and
 what an Agent gets for `client:get_finder`.
 
-A document's value is its `DPEDocumentSummary`, built from one read of its Level 1 URI
-and cached until a change notice drops it (DESIGN §3: never a read per document per
-call). A document that cannot be read or is not a DPE document is left out of the
-catalogue, not allowed to fail it (see `ResourceChannel.diagnostics`).
+A document's value is its `CatalogueEntry` (its `DPEDocumentSummary`, checked and keyed
+for ordering), built from one read of its Level 1 URI and cached until a change notice
+drops it (DESIGN §3: never a read per document per call; and no parsing per document
+per call either). A document that cannot be read, is not a DPE document or names no
+document URI is left out of the catalogue, not allowed to fail it (see
+`ResourceChannel.diagnostics`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Reversible, Sequence
 
 import attrs
 
-from ..context.finder import organize_finder
+from ..context.finder import CatalogueEntry, catalogue_entry, organize_catalogue
 from ..context.server_order import CallRecord
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -39,13 +41,20 @@ class FinderPage:
     total_count: int
 
 
-def finder_channel(manager: ServerManager, timeout: float) -> ResourceChannel[DPEDocumentSummary]:
-    def read_summary(server: str, uri: str) -> DPEDocumentSummary:
-        if parse_dpe_uri(uri).level != 1:
-            raise BadRequestError("a listed dpe:// resource must be a document (Level 1) URI")
-        return document_summary(server, manager.read_resource(server, uri, timeout))
+def finder_channel(manager: ServerManager, timeout: float) -> ResourceChannel[CatalogueEntry]:
+    return ResourceChannel(
+        "finder",
+        SCHEME,
+        events.UPDATE_FINDER,
+        read=lambda server, uris: manager.read_resources(server, uris, timeout),
+        check=_check_document_uri,
+        value_of=lambda server, contents: catalogue_entry(document_summary(server, contents)),
+    )
 
-    return ResourceChannel("finder", SCHEME, events.UPDATE_FINDER, read_summary)
+
+def _check_document_uri(uri: str) -> None:
+    if parse_dpe_uri(uri).level != 1:
+        raise BadRequestError("a listed dpe:// resource must be a document (Level 1) URI")
 
 
 def document_summary(server: str, contents: Sequence[ResourceContents]) -> DPEDocumentSummary:
@@ -61,7 +70,7 @@ def document_summary(server: str, contents: Sequence[ResourceContents]) -> DPEDo
 
 
 def get_finder(
-    channel: ResourceChannel[DPEDocumentSummary],
+    channel: ResourceChannel[CatalogueEntry],
     servers: Sequence[str],
     history: Reversible[CallRecord],
     keywords: Sequence[str] | None = None,
@@ -69,6 +78,6 @@ def get_finder(
     offset: int = 0,
     limit: int = DEFAULT_FINDER_LIMIT,
 ) -> FinderPage:
-    documents = [entry.value for entry in channel.entries(servers)]
-    page, total_count = organize_finder(documents, keywords, file_type, history, offset, limit)
+    catalogue = [entry.value for entry in channel.entries(servers)]
+    page, total_count = organize_catalogue(catalogue, keywords, file_type, history, offset, limit)
     return FinderPage(documents=page, total_count=total_count)

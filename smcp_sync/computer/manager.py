@@ -15,10 +15,11 @@ server errors as `MCPServerError` carrying the JSON-RPC code, except the Finder 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import re
 import threading
-from typing import Any, Awaitable, Callable, Mapping, TypeVar
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import anyio
 
@@ -56,6 +57,13 @@ _REPORTABLE_CODES = frozenset(
     {ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.INVALID_DPE_URI}
 )
 _CODE_PREFIX = re.compile(r"^\[(\d{4})\] ?")
+
+#: Requests of one `request_each` in flight at once on one MCP server: enough to hide the
+#: round-trip latency, few enough not to flood a server (or its stdio pipe).
+BATCH_CONCURRENCY = 16
+
+#: How a request to an MCP server fails (each becomes an `SMCPError`, `_request_error`).
+_REQUEST_FAILURES = (ServerUnavailable, TimeoutError, McpFailure)
 
 
 class MCPServerError(InternalError):
@@ -201,8 +209,22 @@ class ServerManager:
     def read_resource(self, server: str, uri: str, timeout: float) -> list[ResourceContents]:
         return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {uri!r}")
 
+    def read_resources(
+        self, server: str, uris: Sequence[str], timeout: float
+    ) -> list[list[ResourceContents] | SMCPError]:
+        """`resources/read` of each of `uris` (see `request_each`): contents or failure, in order."""
+        return self.request_each(
+            server, [(_reader(uri), f"resources/read {uri!r}") for uri in uris], timeout
+        )  # fmt: skip
+
     def subscribe_resource(self, server: str, uri: str, timeout: float) -> None:
         self.request(server, lambda s: s.subscribe_resource(uri), timeout, f"resources/subscribe {uri!r}")
+
+    def subscribe_resources(self, server: str, uris: Sequence[str], timeout: float) -> list[SMCPError | None]:
+        """`resources/subscribe` to each of `uris` (see `request_each`): None or the failure, in order."""
+        return self.request_each(
+            server, [(_subscriber(uri), f"resources/subscribe {uri!r}") for uri in uris], timeout
+        )  # fmt: skip
 
     def complete(
         self,
@@ -217,22 +239,31 @@ class ServerManager:
     def request(self, server: str, operation: Callable[[McpSession], Awaitable[T]], timeout: float, what: str) -> T:
         """Run `operation` on the server's live session; failures as `SMCPError`s."""
         connection = self._connection(server)
-        details = {"mcp_server": server}
         try:
             return self._bridge.run(connection.request(operation, timeout), timeout + WAIT_GRACE)
-        except ServerUnavailable as exc:
-            raise MCPServerError(str(exc), details={**details, "state": exc.status.state.value}) from None
-        except TimeoutError:
-            raise SMCPTimeoutError(
-                f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details
-            ) from None
-        except McpFailure as exc:
-            reported = _reported_error(exc, details)
-            if reported is not None:
-                raise reported from None
-            if exc.code is not None:
-                details["mcp_code"] = exc.code
-            raise MCPServerError(f"MCP server {server!r}: {exc.message}", details=details) from None
+        except _REQUEST_FAILURES as exc:
+            raise _request_error(server, exc, what, timeout) from None
+
+    def request_each(
+        self, server: str, operations: Sequence[tuple[Callable[[McpSession], Awaitable[T]], str]], timeout: float
+    ) -> list[T | SMCPError]:
+        """Run each `(operation, what)` on the server's live session, each within `timeout`:
+        one submission to the loop that keeps `BATCH_CONCURRENCY` in flight, so N requests
+        cost about N / BATCH_CONCURRENCY round trips, not N. Each result or failure (as an
+        `SMCPError`), in order; one failing does not stop the others."""
+        if not operations:
+            return []
+        connection = self._connection(server)
+        requests = [functools.partial(connection.request, operation, timeout) for operation, _ in operations]
+        rounds = -(-len(requests) // BATCH_CONCURRENCY)
+        try:
+            outcomes = self._bridge.run(_each_bounded(requests, _REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
+        except TimeoutError as exc:
+            outcomes = [exc] * len(requests)
+        return [
+            _request_error(server, outcome, what, timeout) if isinstance(outcome, _REQUEST_FAILURES) else outcome
+            for outcome, (_, what) in zip(outcomes, operations)
+        ]
 
     # -- internals ------------------------------------------------------------------------
 
@@ -258,6 +289,30 @@ class ServerManager:
     def _stop(self, connection: ServerConnection) -> None:
         if connection.active:
             self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+def _request_error(server: str, exc: BaseException, what: str, timeout: float) -> SMCPError:
+    """The `SMCPError` for one of `_REQUEST_FAILURES` of a request to `server`."""
+    details: dict[str, Any] = {"mcp_server": server}
+    if isinstance(exc, ServerUnavailable):
+        return MCPServerError(str(exc), details={**details, "state": exc.status.state.value})
+    if isinstance(exc, TimeoutError):
+        return SMCPTimeoutError(f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details)
+    assert isinstance(exc, McpFailure)
+    reported = _reported_error(exc, details)
+    if reported is not None:
+        return reported
+    if exc.code is not None:
+        details["mcp_code"] = exc.code
+    return MCPServerError(f"MCP server {server!r}: {exc.message}", details=details)
+
+
+def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:
+    return lambda session: session.read_resource(uri)
+
+
+def _subscriber(uri: str) -> Callable[[McpSession], Awaitable[None]]:
+    return lambda session: session.subscribe_resource(uri)
 
 
 def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError | None:
@@ -287,3 +342,24 @@ async def _gather(coros: Any) -> None:
 
 async def _await(coro: Awaitable[Any]) -> None:
     await coro
+
+
+async def _each_bounded(
+    requests: Sequence[Callable[[], Awaitable[T]]], expected: tuple[type[BaseException], ...]
+) -> list[T | BaseException]:
+    """Await every request, `BATCH_CONCURRENCY` at a time; an `expected` failure becomes
+    that request's outcome (any other error is a bug, and fails the batch)."""
+    outcomes: list[Any] = [None] * len(requests)
+    limiter = anyio.CapacityLimiter(BATCH_CONCURRENCY)
+
+    async def one(index: int) -> None:
+        async with limiter:
+            try:
+                outcomes[index] = await requests[index]()
+            except expected as exc:
+                outcomes[index] = exc
+
+    async with anyio.create_task_group() as tasks:
+        for index in range(len(requests)):
+            tasks.start_soon(one, index)
+    return outcomes

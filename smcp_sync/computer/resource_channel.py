@@ -6,27 +6,33 @@ Desktop and Finder are one mechanism (DESIGN §2); a channel is parameterised by
 scheme, by how one listed resource becomes a value (a window's contents, a document's
 Level 1 summary) and by the event that announces its changes. `ResourceWatch` keeps the
 listings current; a channel reads values on demand, through its `UriCache`, so a value
-is read once and then served from the cache until a change notice drops it.
+is read once and then served from the cache until a change notice drops it. The values
+a server's listing is missing are read in one batch (`ServerManager.read_resources`):
+a cold Finder of thousands of documents must not cost one round trip per document.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Generic, Sequence, TypeVar
+from typing import Any, Callable, Generic, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
 
 from ..protocol.errors import SMCPError, SMCPTimeoutError
-from .uri_cache import MISSING, UriCache
+from .uri_cache import UriCache
 
 log = logging.getLogger(__name__)
 
 V = TypeVar("V")
 
-#: Reads one listed resource: ``load(server, uri) -> value``; raises `SMCPError`.
-Load = Callable[[str, str], V]
+#: Reads listed resources: ``read(server, uris) -> [contents or SMCPError, ...]`` in order.
+ReadMany = Callable[[str, Sequence[str]], Sequence[Any]]
+#: Whether a listed URI is worth reading: ``check(uri)`` raises `SMCPError` if not.
+Check = Callable[[str], object]
+#: A read resource's value: ``value_of(server, contents) -> value``; raises `SMCPError`.
+ValueOf = Callable[[str, Any], V]
 
 
 def scheme_and_host(uri: str) -> tuple[str, str] | None:
@@ -51,15 +57,21 @@ class _Unreadable:
     """A listed resource that could not be turned into a value, and why."""
 
     reason: str
+    #: Not cached: a timeout may answer next time.
+    transient: bool = False
 
 
 class ResourceChannel(Generic[V]):
-    def __init__(self, name: str, scheme: str, update_event: str, load: Load[V]) -> None:
+    def __init__(
+        self, name: str, scheme: str, update_event: str, read: ReadMany, check: Check, value_of: ValueOf[V]
+    ) -> None:
         self.name = name
         self.scheme = scheme
         self.update_event = update_event
         self.cache = UriCache()
-        self._load = load
+        self._read = read
+        self._check = check
+        self._value_of = value_of
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
 
@@ -76,11 +88,9 @@ class ResourceChannel(Generic[V]):
         reported by `diagnostics` while the failure is cached)."""
         found: list[Entry[V]] = []
         for server in servers:
-            for listed in self.cache.uris(server):
-                if uri is None or listed == uri:
-                    value = self._value(server, listed)
-                    if not isinstance(value, _Unreadable):
-                        found.append(Entry(server, listed, value))
+            listed = [u for u in self.cache.uris(server) if uri is None or u == uri]
+            values = self._values(server, listed)
+            found.extend(Entry(server, u, values[u]) for u in listed if not isinstance(values[u], _Unreadable))
         return found
 
     def owner_of(self, host: str, servers: Sequence[str]) -> str | None:
@@ -105,17 +115,31 @@ class ResourceChannel(Generic[V]):
             if isinstance(value, _Unreadable)
         ]
 
-    def _value(self, server: str, uri: str) -> V | _Unreadable:
-        value, ticket = self.cache.lookup(server, uri)
-        if value is not MISSING:
-            return value
-        try:
-            value = self._load(server, uri)
-        except SMCPError as exc:
-            log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)
-            if isinstance(exc, SMCPTimeoutError):
-                return _Unreadable(exc.message)  # not cached: it may answer next time
-            value = _Unreadable(exc.message)
-        if ticket is not None:
-            self.cache.store(server, uri, value, ticket)
-        return value
+    def _values(self, server: str, uris: Sequence[str]) -> dict[str, V | _Unreadable]:
+        """The value of each of `uris`: cached, or read (all the missing ones at once) and cached."""
+        values, ticket = self.cache.cached(server)
+        fresh: dict[str, V | _Unreadable] = {}
+        to_read = []
+        for uri in uris:
+            if uri not in values:
+                try:
+                    self._check(uri)
+                except SMCPError as exc:
+                    fresh[uri] = self._unreadable(server, uri, exc)
+                else:
+                    to_read.append(uri)
+        for uri, contents in zip(to_read, self._read(server, to_read) if to_read else ()):
+            try:
+                if isinstance(contents, SMCPError):
+                    raise contents
+                fresh[uri] = self._value_of(server, contents)
+            except SMCPError as exc:
+                fresh[uri] = self._unreadable(server, uri, exc)
+        lasting = {u: v for u, v in fresh.items() if not (isinstance(v, _Unreadable) and v.transient)}
+        if ticket is not None and lasting:
+            self.cache.store(server, lasting, ticket)
+        return {**values, **fresh}
+
+    def _unreadable(self, server: str, uri: str, exc: SMCPError) -> _Unreadable:
+        log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)
+        return _Unreadable(exc.message, transient=isinstance(exc, SMCPTimeoutError))

@@ -149,15 +149,13 @@ class ResourceWatch:
         self._known[server] = status.generation
 
     def _subscribe(self, server: str, uris: list[str]) -> set[str]:
-        """The URIs of `uris` the server accepted a subscription to."""
+        """The URIs of `uris` the server accepted a subscription to (asked all at once)."""
         accepted = set()
-        for uri in uris:
-            try:
-                self._manager.subscribe_resource(server, uri, self._timeout)
-            except SMCPError as exc:
-                log.warning("MCP server %r refused a subscription to %s: %s", server, uri, exc.message)
-            else:
+        for uri, failure in zip(uris, self._manager.subscribe_resources(server, uris, self._timeout)):
+            if failure is None:
                 accepted.add(uri)
+            else:
+                log.warning("MCP server %r refused a subscription to %s: %s", server, uri, failure.message)
         return accepted
 
     def _forget(self, server: str) -> None:

@@ -14,7 +14,7 @@ read again each time. A value read while a change arrived is not stored (`Ticket
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
 
@@ -34,10 +34,6 @@ class _Listing:
     values: dict[str, Any] = attrs.field(factory=dict)
     #: Bumped on every invalidation, so a read that started before it cannot store.
     epoch: int = 0
-
-
-#: What `lookup` returns for a value that is not cached.
-MISSING = object()
 
 
 class UriCache:
@@ -90,21 +86,22 @@ class UriCache:
             listing = self._listings.get(server)
             return () if listing is None else listing.uris
 
-    def lookup(self, server: str, uri: str) -> tuple[Any, Ticket | None]:
-        """(cached value or `MISSING`, ticket for `store`); no ticket when `server` is unknown."""
+    def cached(self, server: str) -> tuple[dict[str, Any], Ticket | None]:
+        """(a copy of `server`'s cached values by URI, ticket for `store`); ({}, None) when
+        `server` is unknown. One lock for all the values: a catalogue has thousands."""
         with self._lock:
             listing = self._listings.get(server)
             if listing is None:
-                return MISSING, None
-            return listing.values.get(uri, MISSING), Ticket(listing.generation, listing.epoch)
+                return {}, None
+            return dict(listing.values), Ticket(listing.generation, listing.epoch)
 
-    def store(self, server: str, uri: str, value: Any, ticket: Ticket) -> bool:
-        """Cache `value` unless `uri` is not cacheable or the server changed since `ticket`."""
+    def store(self, server: str, values: Mapping[str, Any], ticket: Ticket) -> bool:
+        """Cache the cacheable `values` (by URI) unless the server changed since `ticket`."""
         with self._lock:
             listing = self._listings.get(server)
-            if listing is None or Ticket(listing.generation, listing.epoch) != ticket or uri not in listing.cacheable:
+            if listing is None or Ticket(listing.generation, listing.epoch) != ticket:
                 return False
-            listing.values[uri] = value
+            listing.values.update((uri, value) for uri, value in values.items() if uri in listing.cacheable)
             return True
 
     def cached_values(self) -> list[tuple[str, str, Any]]:

@@ -14,7 +14,7 @@ import pytest
 
 from smcp_sync.computer import Computer
 from smcp_sync.computer.debounce import Debouncer
-from smcp_sync.computer.uri_cache import MISSING, UriCache
+from smcp_sync.computer.uri_cache import UriCache
 from smcp_sync.protocol import events
 
 from .helpers import EventLog, wait_until, write_state
@@ -61,27 +61,26 @@ def test_a_listing_is_a_change_only_when_its_uri_set_differs() -> None:
 def test_values_are_kept_only_for_cacheable_uris_and_dropped_by_changes() -> None:
     cache = UriCache()
     cache.replace("s", 1, ["a", "b", "c"], cacheable=["a", "b", "elsewhere"])
-    for uri in "abc":
-        value, ticket = cache.lookup("s", uri)
-        assert value is MISSING and ticket is not None
-        cache.store("s", uri, uri.upper(), ticket)
-    assert [cache.lookup("s", u)[0] for u in "abc"] == ["A", "B", MISSING]  # c: nobody would say it changed
+    values, ticket = cache.cached("s")
+    assert values == {} and ticket is not None
+    assert cache.store("s", {uri: uri.upper() for uri in "abc"}, ticket) is True
+    assert cache.cached("s")[0] == {"a": "A", "b": "B"}  # c: nobody would say it changed
 
     cache.invalidate("s", "a")  # a listed URI: only its value goes
-    assert [cache.lookup("s", u)[0] for u in "ab"] == [MISSING, "B"]
+    assert cache.cached("s")[0] == {"b": "B"}
     cache.invalidate("s", "a/pages/0")  # an unlisted one (a page): every value of the server goes
-    assert cache.lookup("s", "b")[0] is MISSING
+    assert cache.cached("s")[0] == {}
 
-    _, ticket = cache.lookup("s", "a")
+    _, ticket = cache.cached("s")
     cache.invalidate("s", "b")
-    assert cache.store("s", "a", "stale?", ticket) is False  # read while a change arrived: not kept
+    assert cache.store("s", {"a": "stale?"}, ticket) is False  # read while a change arrived: not kept
 
-    _, ticket = cache.lookup("s", "a")
-    assert cache.store("s", "a", "A", ticket) is True
-    assert cache.replace("s", 1, ["a", "b"], cacheable=["a"]) is True and cache.lookup("s", "a")[0] == "A"
+    _, ticket = cache.cached("s")
+    assert cache.store("s", {"a": "A"}, ticket) is True
+    assert cache.replace("s", 1, ["a", "b"], cacheable=["a"]) is True and cache.cached("s")[0] == {"a": "A"}
     assert cache.replace("s", 2, ["a", "b"], cacheable=["a"]) is False  # a new session...
-    assert cache.lookup("s", "a")[0] is MISSING  # ...may serve anything: values start over
-    assert cache.lookup("ghost", "a") == (MISSING, None)
+    assert cache.cached("s")[0] == {}  # ...may serve anything: values start over
+    assert cache.cached("ghost") == ({}, None)
 
 
 # -- the debouncer ------------------------------------------------------------------------
