@@ -10,14 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
+import anyio
 import pytest
 
 from smcp_sync.computer import Computer, MCPServerError, ServerEvent
+from smcp_sync.computer.manager import BATCH_CONCURRENCY
 from smcp_sync.protocol import (
     CompletionArgument,
     CompletionContext,
     NotFoundError,
     PromptReference,
+    SMCPTimeoutError,
     ResourceTemplateReference,
     TextResourceContents,
 )
@@ -134,3 +137,43 @@ def test_unknown_and_stopped_servers_are_clear_errors(computer: Computer) -> Non
         computer.servers.read_resource("res", "window://app/main", timeout=5)
     assert caught.value.details == {"mcp_server": "res", "state": "stopped"}
     assert "MCP server 'res' is stopped" in caught.value.message
+
+
+def test_a_batch_of_reads_answers_each_uri_in_order_with_failures_per_uri(reader: Computer) -> None:
+    uris = ["window://app/main", "dpe://docs/nope", "dpe://docs/a/pages/0"] * 12  # more than one round
+    outcomes = reader.servers.read_resources("res", uris, timeout=10)
+    assert len(outcomes) == len(uris)
+    for uri, outcome in zip(uris, outcomes):
+        if uri == "dpe://docs/nope":
+            assert isinstance(outcome, MCPServerError) and outcome.details["mcp_server"] == "res"
+        else:
+            assert [c.text for c in outcome] == ["main window" if uri == "window://app/main" else "p0"]
+    assert reader.servers.read_resources("res", [], timeout=10) == []
+
+
+def test_a_batch_keeps_a_bounded_number_in_flight_and_times_out_each_request(reader: Computer) -> None:
+    in_flight, most = 0, 0
+
+    async def counted(session: Any) -> int:
+        nonlocal in_flight, most
+        in_flight += 1  # on the loop: one thread, no lock needed
+        most = max(most, in_flight)
+        await anyio.sleep(0.05)
+        in_flight -= 1
+        return most
+
+    async def stuck(session: Any) -> None:
+        await anyio.sleep(30)
+
+    operations = [(counted, "counted")] * (BATCH_CONCURRENCY * 3) + [(stuck, "stuck")]
+    outcomes = reader.servers.request_each("res", operations, timeout=0.5)
+    assert most == BATCH_CONCURRENCY
+    assert all(isinstance(o, int) for o in outcomes[:-1])
+    assert isinstance(outcomes[-1], SMCPTimeoutError) and "did not answer stuck within 0.5s" in outcomes[-1].message
+
+
+def test_a_batch_of_subscriptions_says_which_failed(computer: Computer) -> None:
+    assert computer.servers.subscribe_resources("res", ["window://app/main", "dpe://docs/a"], timeout=10) == [None, None]
+    computer.stop_server("res")
+    [failure] = computer.servers.subscribe_resources("res", ["window://app/main"], timeout=5)
+    assert isinstance(failure, MCPServerError) and failure.details == {"mcp_server": "res", "state": "stopped"}

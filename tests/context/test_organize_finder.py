@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from smcp_sync.context import CallRecord, organize_finder
-from smcp_sync.protocol.errors import BadRequestError
+from smcp_sync.context.finder import catalogue_entry, organize_catalogue
+from smcp_sync.protocol.errors import BadRequestError, InvalidURIError
 from smcp_sync.protocol.models import DPEDocumentSummary
 
 pytestmark = pytest.mark.timeout(30)
@@ -275,3 +276,23 @@ def test_filter_order_and_page_together():
     kwargs = {"keywords": ["budget"], "file_type": "pdf", "history": calls("alpha", "bravo")}
     assert organize(docs, **kwargs) == (["b-mid", "b-none", "a-new", "a-old"], 4)
     assert organize(docs, **kwargs, offset=1, limit=2) == (["b-none", "a-new"], 4)
+
+
+# -- precomputed catalogue entries -----------------------------------------------------------
+
+
+def test_catalogue_entries_organise_exactly_as_the_summaries_do():
+    docs = [*TWENTY_FIVE, doc("Budget", server="alpha", keywords=["FINANCE"]), doc("undated", last_modified="soon")]
+    entries = [catalogue_entry(d) for d in docs]
+    for kwargs in ({}, {"keywords": ["finance"]}, {"offset": 20, "limit": 10}, {"history": calls("docs")}):
+        assert organize_catalogue(entries, **kwargs) == organize_finder(docs, **kwargs)
+    assert entries[-2].folded_texts == ("budget", "finance", "")
+    with pytest.raises(BadRequestError, match="limit"):
+        organize_catalogue(entries, limit=0)
+
+
+def test_a_catalogue_entry_needs_a_document_uri():
+    with pytest.raises(InvalidURIError, match="not a document"):
+        catalogue_entry(doc("page", uri="dpe://docs/p/pages/0"))
+    with pytest.raises(InvalidURIError):
+        catalogue_entry(doc("broken", uri="dpe://docs/x?limit=0"))
