@@ -162,7 +162,7 @@ def _storm(agent: Any, computer: str, plan: FinderPlan, notices: Notices) -> dic
     result = agent.call_tool(computer, "storm", params, timeout=plan.storm_seconds + REQUEST_TIMEOUT)
     if result.is_error:
         raise RuntimeError(f"storm tool failed: {result.text}")
-    sent_at = time.monotonic()  # the tool answers after its last notice
+    sent_at = time.monotonic()  # the tool answers after sending its last notice, which may arrive first
     visible_at = None
     deadline = sent_at + VISIBLE_TIMEOUT
     while time.monotonic() < deadline:

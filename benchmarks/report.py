@@ -125,8 +125,8 @@ def finder_tables(result: dict[str, Any]) -> list[Table]:
         table.add("storm duration", storm["storm_s"], "s")
         table.add("notify:update_finder received by the Agent", storm["update_finder_received"], "notifications")
         table.add("first notify:update_finder, after the storm began", storm["first_update_after_s"], "s")
-        table.add("last notify:update_finder, after the storm ended", storm["last_update_after_end_s"], "s")
-        table.add("final state visible to get_finder, after the storm ended", storm["visible_after_end_s"], "s")
+        table.add("last notify:update_finder, after the storm tool answered", storm["last_update_after_end_s"], "s")
+        table.add("final state visible to get_finder, after the storm tool answered", storm["visible_after_end_s"], "s")
         tables.append(table)
     return tables
 
