@@ -30,10 +30,15 @@ Decisions (DESIGN §2, §3, §7):
   ~1 ms, and the server sees the disconnect within a few ms. Nothing is lost that the
   library did not already race away (it closes the socket while its writer thread may
   still be flushing).
+* Incoming messages (events and acks) are handled on a pool of reused threads owned by
+  the connection (`WorkerPool`), not on a new thread each as python-socketio does: a new
+  thread per message doubled a tool call's latency on a loaded machine
+  (benchmarks/README.md, Findings 1). `close()` stops the pool.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -50,6 +55,7 @@ from .protocol.codec import to_wire
 from .protocol.conventions import error_from_ack
 from .protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
 from .protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+from .worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +65,8 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_JOIN_TIMEOUT = 10.0
 #: Seconds `close` waits for the client's threads by default.
 DEFAULT_CLOSE_TIMEOUT = 5.0
+#: How often `close` sets the abort flag of a reconnect task that is just starting.
+_RECONNECT_ABORT_POLL = 0.02
 
 Handler = Callable[[Any], Any]
 
@@ -102,6 +110,32 @@ class _PromptCloseWebSocket(websocket.WebSocket):
         super().close(status, reason, timeout=0)
 
 
+class _PooledEngineIOClient(engineio.Client):
+    """Runs each incoming message's handler on `pool` instead of a new thread."""
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._message_pool = pool
+
+    def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
+        if run_async and event == "message" and event in self.handlers:
+            self._message_pool.submit(self.handlers[event], *args)
+            return None
+        return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
+
+
+class _PooledClient(socketio.Client):
+    """A `socketio.Client` on a `_PooledEngineIOClient` (via the hook python-socketio
+    provides for choosing the Engine.IO client class)."""
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        self._message_pool = pool
+        super().__init__(*args, **kwargs)
+
+    def _engineio_client_class(self) -> Callable[..., engineio.Client]:
+        return functools.partial(_PooledEngineIOClient, pool=self._message_pool)
+
+
 class _PendingRequest:
     """One request waiting for its ack; resolved by the ack or failed by a disconnect."""
 
@@ -143,6 +177,7 @@ class Connection:
         self._auth = dict(auth) if auth is not None else None
         self._reconnect = reconnect
         self._handlers: dict[str, Callable[..., Any]] = {}
+        self._pool = WorkerPool(f"smcp-{role}-worker")
         self._sio = self._new_client()
         self._emit_lock = threading.Lock()  # python-socketio's emit is not thread-safe
         self._state_changed = threading.Condition()
@@ -159,7 +194,8 @@ class Connection:
         """A fresh client per `connect`: the previous one may still be winding down on a
         library thread after a server-initiated disconnect, and its late events must not
         touch this connection's state (hence the `client is self._sio` checks)."""
-        client = socketio.Client(
+        client = _PooledClient(
+            pool=self._pool,
             handle_sigint=False,
             websocket_extra_options={"class_": _PromptCloseWebSocket},
             request_timeout=DEFAULT_CONNECT_TIMEOUT,
@@ -221,12 +257,15 @@ class Connection:
         except socketio.exceptions.ConnectionError as exc:
             with self._state_changed:
                 self._state = self._DISCONNECTED
+            self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
             raise self._connect_failure(url, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
 
     def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
         """Disconnect (the Server treats it as leaving the office), stop reconnecting and
-        wait up to `timeout` for the client's threads. Idempotent; `connect` may follow."""
+        wait up to `timeout` for the client's threads. Idempotent; `connect` may follow
+        (with a fresh handler pool)."""
+        deadline = time.monotonic() + timeout
         with self._state_changed:
             self._closing = True
         closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
@@ -234,17 +273,48 @@ class Connection:
         closer.join(timeout)
         if closer.is_alive():
             logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
+        self._retire_pool(max(0.0, deadline - time.monotonic()))
         with self._state_changed:
             self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
             self._state_changed.notify_all()
 
+    def _retire_pool(self, timeout: float) -> None:
+        """Stop the handler pool's threads; the next `connect` gets a fresh pool."""
+        with self._state_changed:
+            pool, self._pool = self._pool, WorkerPool(f"smcp-{self.role}-worker")
+        pool.shutdown(timeout)
+
     def _shutdown(self) -> None:
-        # A reconnect attempt in flight can succeed while shutdown() waits for it: loop.
+        """Stop the client and any reconnect task, for good.
+
+        python-socketio's own `shutdown()` races a transport drop being handled: the drop
+        decides to reconnect, marks the client disconnected, then starts the reconnect
+        task; a `shutdown()` in between finds neither a connection nor a task and does
+        nothing, and the task then retries forever (measured: about one close in ten
+        right after a Server went away). A `shutdown()` that sets the task's abort flag
+        before the task clears it waits forever. So: no new decisions to reconnect, let a
+        drop being handled finish (the Engine.IO read loop decides), and set the abort
+        flag until the task has ended. A reconnect attempt in flight may succeed
+        meanwhile: then disconnect again.
+        """
         client = self._sio
-        for _ in range(3):
-            client.shutdown()
-            if not client.connected:
+        client.reconnection = False
+        deadline = time.monotonic() + DEFAULT_CLOSE_TIMEOUT
+        while True:
+            if client.eio.state == "connected":
+                client.disconnect()
+            read_loop = client.eio.read_loop_task
+            if read_loop is not None and read_loop is not threading.current_thread():
+                read_loop.join(max(0.0, deadline - time.monotonic()))
+            task = client._reconnect_task  # private, as in `Client.shutdown()` itself
+            if (task is None or not task.is_alive()) and client.eio.state != "connected":
                 return
+            if time.monotonic() >= deadline:
+                return  # `close` reports the threads still running
+            if task is not None:
+                if client._reconnect_abort is not None:
+                    client._reconnect_abort.set()
+                task.join(_RECONNECT_ABORT_POLL)
 
     def __enter__(self) -> Connection:
         return self
