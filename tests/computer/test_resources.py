@@ -173,7 +173,8 @@ def test_a_batch_keeps_a_bounded_number_in_flight_and_times_out_each_request(rea
 
 
 def test_a_batch_of_subscriptions_says_which_failed(computer: Computer) -> None:
-    assert computer.servers.subscribe_resources("res", ["window://app/main", "dpe://docs/a"], timeout=10) == [None, None]
+    uris = ["window://app/main", "dpe://docs/a"]
+    assert computer.servers.subscribe_resources("res", uris, timeout=10) == [None, None]
     computer.stop_server("res")
     [failure] = computer.servers.subscribe_resources("res", ["window://app/main"], timeout=5)
     assert isinstance(failure, MCPServerError) and failure.details == {"mcp_server": "res", "state": "stopped"}
