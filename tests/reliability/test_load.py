@@ -1,0 +1,84 @@
+"""Load: 10,000 tool calls from 16 threads of one Agent, spread over three Computers
+that each host a stdio MCP server, through one in-process Server.
+
+Every Computer's tools carry its own prefix (``c1_echo``...), so a call routed to the
+wrong Computer would come back as "unknown tool" instead of an echo; each call echoes a
+text of its own, so a crossed answer would not match its request.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from .parts import join_agent, start_computer, start_server, tool_server
+
+logger = logging.getLogger(__name__)
+
+CALLS = 10_000
+THREADS = 16
+COMPUTERS = ("c0", "c1", "c2")
+OFFICE = "load"
+
+
+@pytest.mark.timeout(180)
+def test_10000_calls_none_lost_none_misrouted_every_answer_matches(stack, record_property):
+    server = start_server(stack)
+    with ThreadPoolExecutor(len(COMPUTERS)) as starting:  # MCP servers start in parallel
+        computers = dict(
+            zip(
+                COMPUTERS,
+                starting.map(
+                    lambda name: start_computer(
+                        stack, name, server.url, OFFICE, tool_server(prefix=f"{name}_"), history_size=CALLS
+                    ),
+                    COMPUTERS,
+                ),
+            )
+        )
+    agent = join_agent(stack, "a1", server.url, OFFICE)
+
+    answers: dict[int, tuple[str, str, bool, object]] = {}
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def caller(first: int) -> None:
+        for n in range(first, CALLS, THREADS):
+            computer = COMPUTERS[n % len(COMPUTERS)]
+            text = f"call {n} for {computer}"
+            try:
+                result = agent.call_tool(computer, f"{computer}_echo", {"text": text}, timeout=30)
+            except Exception as exc:  # recorded, so one failure does not hide the others
+                with lock:
+                    failures.append(f"{text}: {exc!r}")
+                continue
+            with lock:
+                answers[n] = (text, result.text, result.is_error, result.structured_content)
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=caller, args=(t,), name=f"load-{t}") for t in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(150)
+    elapsed = time.monotonic() - started
+    record_property("load_seconds", round(elapsed, 1))
+    logger.warning("%d tool calls over %d threads took %.1f s (%.0f calls/s)", CALLS, THREADS, elapsed, CALLS / elapsed)
+
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
+    assert len(answers) == CALLS  # none lost
+    wrong = {n: a for n, a in answers.items() if a != (a[0], a[0], False, {"result": a[0]})}
+    assert wrong == {}  # every answer is the echo of its own request
+
+    # Each Computer ran exactly the calls addressed to it, each once.
+    expected = collections.Counter(COMPUTERS[n % len(COMPUTERS)] for n in range(CALLS))
+    ran = {name: computer.tool_call_history() for name, computer in computers.items()}
+    assert {name: len(records) for name, records in ran.items()} == dict(expected)
+    assert all(record.tool == f"{name}_echo" and record.ok for name, records in ran.items() for record in records)
+    assert len({record.req_id for records in ran.values() for record in records}) == CALLS
