@@ -15,6 +15,7 @@ from typing import Any, Callable, TypeVar
 from ..protocol.codec import from_wire
 from ..protocol.conventions import join_refusal
 from ..protocol.errors import BadRequestError, ErrorCode, InternalError, SMCPError
+from .office_rules import check_identifier_length
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,10 @@ _SECURITY_CODES = frozenset(
 )
 
 
+#: Fields naming a session, an office or a request; bounded like names (`office_rules`).
+IDENTIFIER_FIELDS = ("agent", "computer", "name", "office_id", "req_id")
+
+
 def parse_payload(model: type[T], args: tuple[Any, ...]) -> T:
     """The event's single payload argument as `model`; 400 naming the field otherwise."""
     if len(args) != 1:
@@ -41,7 +46,12 @@ def parse_payload(model: type[T], args: tuple[Any, ...]) -> T:
             f"expected exactly one payload object, got {len(args)} arguments",
             details={"arguments": len(args)},
         )
-    return from_wire(model, args[0])
+    request = from_wire(model, args[0])
+    for field in IDENTIFIER_FIELDS:
+        value = getattr(request, field, None)
+        if isinstance(value, str):
+            check_identifier_length(field, value)
+    return request
 
 
 def answer_with_error_object(event: str) -> Callable[[Handler], Handler]:

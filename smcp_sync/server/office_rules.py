@@ -100,6 +100,12 @@ def plan_leave(current: Session, office_id: str) -> Session:
 def _check_identifier(field: str, value: str) -> None:
     if not value.strip():
         raise BadRequestError(f"{field} must not be empty @ $.{field}", details={"errors": [f"empty @ $.{field}"]})
+    check_identifier_length(field, value)
+
+
+def check_identifier_length(field: str, value: str) -> None:
+    """400 for an identifier no session can have: refusals quote identifiers, and must not
+    echo megabytes back to the caller (or into the log)."""
     if len(value) > MAX_IDENTIFIER_LENGTH:
         raise BadRequestError(
             f"{field} is longer than {MAX_IDENTIFIER_LENGTH} characters @ $.{field}",
