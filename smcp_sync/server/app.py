@@ -24,6 +24,7 @@ from .broadcasts import Broadcasts
 from .engine import SocketIOServer
 from .gunicorn_runner import GunicornServer
 from .membership import Membership
+from .office_rules import MAX_IDENTIFIER_LENGTH
 from .offices import Offices
 from .pending import PendingCalls
 from .registry import InMemoryRegistry, OfficeRegistry
@@ -169,6 +170,8 @@ class SMCPServer:
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:
-    """Answer events the Server does not handle, so a caller never waits for nothing."""
-    logger.info("refused unknown event %r from %s", event, sid)
-    return NotFoundError(f"unknown event {event!r}", details={"event": event}).to_wire()
+    """Answer events the Server does not handle, so a caller never waits for nothing.
+    The name is quoted cut short: it is the caller's, of any length."""
+    shown = event if len(event) <= MAX_IDENTIFIER_LENGTH else event[:MAX_IDENTIFIER_LENGTH] + "..."
+    logger.info("refused unknown event %r from %s", shown, sid)
+    return NotFoundError(f"unknown event {shown!r}", details={"event": shown}).to_wire()

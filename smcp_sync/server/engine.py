@@ -1,4 +1,5 @@
-"""The python-socketio Server the SMCP Server runs on, made stoppable.
+"""The python-socketio Server the SMCP Server runs on, made stoppable and strict about
+malformed packets.
 
 Engine.IO (threading mode) starts one ping thread per connection that sleeps
 `ping_interval` (25 s) between pings, and closing a polling socket the usual way waits
@@ -9,10 +10,18 @@ waiting.
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
+from typing import Any
 
 import engineio
 import socketio
+from socketio import packet
+
+from ..protocol.errors import BadRequestError
+
+logger = logging.getLogger(__name__)
 
 
 class StoppableEngineIO(engineio.Server):
@@ -43,9 +52,51 @@ class StoppableEngineIO(engineio.Server):
 
 class SocketIOServer(socketio.Server):
     """`socketio.Server` on a `StoppableEngineIO` (via the hook python-socketio provides
-    for choosing the Engine.IO server class)."""
+    for choosing the Engine.IO server class), answering malformed packets.
+
+    python-socketio leaves an event packet whose JSON does not decode (invalid, or nested
+    deeper than the decoder's recursion limit) unanswered, logged as an error, and runs an
+    event array without a string name into a handler thread that dies on it. The caller
+    then waits out its timeout. Here such a packet gets a 400 answer when it asked for one
+    (it carries an ack id), and a warning in our log.
+    """
 
     eio: StoppableEngineIO
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
+
+    def _handle_eio_message(self, eio_sid: str, data: Any) -> None:
+        try:
+            super()._handle_eio_message(eio_sid, data)
+        except RecursionError:
+            self._refuse(eio_sid, data, "its JSON is nested too deeply")
+        except ValueError as exc:  # json.JSONDecodeError included
+            self._refuse(eio_sid, data, f"it cannot be decoded ({str(exc)[:100]})")
+
+    def _handle_event(self, eio_sid: str, namespace: str | None, id: int | None, data: Any) -> None:
+        if isinstance(data, list) and data and isinstance(data[0], str):
+            super()._handle_event(eio_sid, namespace, id, data)
+            return
+        self._answer_refusal(eio_sid, namespace, id, "an event must be a JSON array whose first item is the event name")
+
+    def _refuse(self, eio_sid: str, data: Any, why: str) -> None:
+        header = _EVENT_HEADER.match(data) if isinstance(data, str) else None
+        if header is None:  # not an event: there is nobody waiting for an answer
+            logger.warning("dropped a malformed packet from %s: %s", eio_sid, why)
+            return
+        namespace, id = header.group("namespace"), header.group("id")
+        self._answer_refusal(eio_sid, namespace, int(id) if id else None, f"malformed event packet: {why}")
+
+    def _answer_refusal(self, eio_sid: str, namespace: str | None, id: int | None, message: str) -> None:
+        namespace = namespace or "/"
+        sid = self.manager.sid_from_eio_sid(eio_sid, namespace)
+        logger.warning("refused a malformed event from %s: %s", sid or eio_sid, message)
+        if sid is None or id is None:
+            return
+        error = BadRequestError(message).to_wire()
+        self._send_packet(eio_sid, self.packet_class(packet.ACK, namespace=namespace, id=id, data=[error]))
+
+
+#: The start of a Socket.IO EVENT packet: type 2, attachments, namespace, ack id.
+_EVENT_HEADER = re.compile(r"2(?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<id>\d{1,15})?")

@@ -1,0 +1,97 @@
+"""Bad input below the payloads: Socket.IO event packets no library would send (JSON that
+does not decode, nesting deeper than any decoder allows, event arrays without a string
+name, huge event names), written on a bare websocket. Each gets a coded error answer,
+no thread dies, and the connection keeps working."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+import websocket
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smcp_sync.protocol import events
+
+from .malformed import FUZZ, JSON_VALUES, coded_error
+from .parts import start_server
+
+OFFICE = "office-1"
+
+
+class RawSocket:
+    """A bare websocket speaking Engine.IO/Socket.IO text frames by hand, to send what no
+    Socket.IO library would encode: invalid JSON, nesting deeper than any decoder allows,
+    event arrays without a name."""
+
+    def __init__(self, url: str) -> None:
+        self._ws = websocket.create_connection(
+            url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket", timeout=10
+        )
+        self._next_id = 0
+        assert self._receive().startswith("0{")  # Engine.IO open
+        self._ws.send(f"40{events.NAMESPACE},")
+        assert self._receive().startswith(f"40{events.NAMESPACE},")
+
+    def ask(self, body: str) -> Any:
+        """Send an event packet with `body` as its JSON part; the answer's arguments."""
+        self._next_id += 1
+        header = f"2{events.NAMESPACE},{self._next_id}"
+        self._ws.send("4" + header + body)
+        answer = self._receive()
+        expected = f"43{events.NAMESPACE},{self._next_id}"
+        assert answer.startswith(expected), f"{answer!r:.200} does not answer {header!r}"
+        return json.loads(answer[len(expected):])
+
+    def _receive(self) -> str:
+        while True:
+            frame = self._ws.recv()
+            if frame != "2":  # answer Engine.IO pings, skip nothing else
+                return frame
+            self._ws.send("3")
+
+    def close(self) -> None:
+        self._ws.close(timeout=0)
+
+
+def _nested_text(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+#: JSON parts of event packets that no Socket.IO library would send.
+BROKEN_BODIES = st.one_of(
+    st.sampled_from(["", "[", '["server:list_room",{"agent":', "[]", "{}", '"list_room"', "true", "null", "[null]"]),
+    st.text(max_size=30).filter(lambda text: text[:1] not in "0123456789"),  # a leading digit would be the ack id
+    st.builds(lambda depth: '["client:tool_call",' + _nested_text(depth) + "]", st.integers(1_000, 100_000)),
+    st.builds(_nested_text, st.integers(1_000, 100_000)),
+    st.builds(
+        lambda name, args: json.dumps([name, *args]),
+        JSON_VALUES.filter(lambda value: not isinstance(value, str)),
+        st.lists(JSON_VALUES, max_size=2),
+    ),
+    st.builds(lambda size: json.dumps(["e" * size, {}]), st.integers(1_000, 200_000)),
+)
+
+
+@pytest.mark.timeout(60)
+def test_malformed_socketio_packets_get_coded_errors(stack, thread_deaths, caplog):
+    server = start_server(stack)
+    raw = RawSocket(server.url)
+    stack.callback(raw.close)
+    join = {"role": "agent", "name": "a1", "office_id": OFFICE}
+    assert raw.ask(json.dumps([events.JOIN_OFFICE, join])) == [True, None]
+
+    @FUZZ
+    @given(body=BROKEN_BODIES)
+    def fuzz(body: str) -> None:
+        answer = raw.ask(body)
+        assert len(answer) == 1 and coded_error(answer[0]) is not None, f"{answer!r:.200}"
+
+    fuzz()
+    assert thread_deaths == []
+    assert [r.getMessage()[:200] for r in caplog.records if r.levelno >= logging.ERROR] == []
+    listed = raw.ask(json.dumps([events.LIST_ROOM, {"agent": "a1", "req_id": "r", "office_id": OFFICE}]))
+    assert [s["name"] for s in listed[0]["sessions"]] == ["a1"]
