@@ -166,3 +166,66 @@ def _wait_until(condition, timeout: float = 5.0) -> None:
             return
         deadline.wait(0.005)
     assert condition()
+
+
+# -- the pools in use: Server event handlers and Connection message handlers ----------------
+
+
+@pytest.fixture
+def served(no_leaks):
+    from smcp_sync.server import SMCPServer
+
+    server = SMCPServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def connected(served):
+    from smcp_sync.connection import Connection
+
+    connection = Connection("agent", "a1")
+    connection.connect(served.url, timeout=5)
+    yield connection
+    connection.close()
+
+
+def test_server_event_handlers_run_on_reused_pool_threads(served, connected):
+    names: list[str] = []
+    served.sio.on("probe", lambda sid, payload: names.append(threading.current_thread().name) or {"n": payload["n"]},
+                  namespace="/smcp")
+    answers = [connected.call("probe", {"n": n}, timeout=5) for n in range(30)]
+    assert answers == [{"n": n} for n in range(30)]
+    assert all(name.startswith("smcp-server-worker-") for name in names)
+    assert len(set(names)) <= 2  # sequential calls: the parked worker is handed the next event
+
+
+def test_a_blocked_server_handler_does_not_delay_the_next_event(served, connected):
+    """A routed handler waits for a Computer's answer; a cancel must still run at once."""
+    release, blocked = threading.Event(), threading.Event()
+    served.sio.on("block", lambda sid, payload: (blocked.set(), release.wait(10)) and {"done": True}, namespace="/smcp")
+    served.sio.on("probe", lambda sid, payload: {"ok": True}, namespace="/smcp")
+    connected.emit("block", {})
+    assert blocked.wait(5)
+    assert connected.call("probe", {}, timeout=5) == {"ok": True}
+    release.set()
+
+
+def test_connection_message_handlers_run_on_reused_pool_threads(served, connected):
+    names: list[str] = []
+    connected.on("ask", lambda payload: names.append(threading.current_thread().name) or {"echo": payload["n"]})
+    answers = [served.sio.call("ask", {"n": n}, to=connected.sid, namespace="/smcp", timeout=5) for n in range(30)]
+    assert answers == [{"echo": n} for n in range(30)]
+    assert all(name.startswith("smcp-agent-worker-") for name in names)
+    assert len(set(names)) <= 2
+
+
+def test_a_connection_can_reconnect_after_close_with_a_fresh_pool(served, connected):
+    connected.on("ask", lambda payload: threading.current_thread().name)
+    first = served.sio.call("ask", {}, to=connected.sid, namespace="/smcp", timeout=5)
+    connected.close()
+    assert not any(t.name == first and t.is_alive() for t in threading.enumerate())
+    connected.connect(served.url, timeout=5)
+    second = served.sio.call("ask", {}, to=connected.sid, namespace="/smcp", timeout=5)
+    assert second.startswith("smcp-agent-worker-") and second != first

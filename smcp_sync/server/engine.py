@@ -20,6 +20,7 @@ import socketio
 from socketio import packet
 
 from ..protocol.errors import BadRequestError
+from ..worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,10 @@ class StoppableEngineIO(engineio.Server):
             self.sockets.pop(eio_sid, None)
 
 
+#: Seconds `SocketIOServer.shutdown` waits for event handlers still running.
+HANDLER_STOP_TIMEOUT = 5.0
+
+
 class SocketIOServer(socketio.Server):
     """`socketio.Server` on a `StoppableEngineIO` (via the hook python-socketio provides
     for choosing the Engine.IO server class), answering malformed packets.
@@ -63,8 +68,28 @@ class SocketIOServer(socketio.Server):
 
     eio: StoppableEngineIO
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._handler_pool = WorkerPool("smcp-server-worker")
+
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
+
+    def start_background_task(self, target: Any, *args: Any, **kwargs: Any) -> Any:
+        """Event handlers run on reused threads (python-socketio starts a new thread per
+        event: benchmarks/README.md, Findings 1); they need no handle. Other tasks
+        (admin stats, pub/sub listeners) are long-lived and joined: dedicated threads."""
+        if target == self._handle_event_internal and not kwargs:
+            self._handler_pool.submit(target, *args)
+            return None
+        return super().start_background_task(target, *args, **kwargs)
+
+    def shutdown(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
+        """Stop Engine.IO's background threads, then wait up to `timeout` for event
+        handlers still running (call after dropping connections: their pending calls
+        fail then and the handlers return)."""
+        super().shutdown()
+        self._handler_pool.shutdown(timeout)
 
     def _handle_eio_message(self, eio_sid: str, data: Any) -> None:
         try:
