@@ -87,9 +87,11 @@ class SocketIOServer(socketio.Server):
     def shutdown(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
         """Stop Engine.IO's background threads, then wait up to `timeout` for event
         handlers still running (call after dropping connections: their pending calls
-        fail then and the handlers return)."""
+        fail then and the handlers return). Events of clients that reconnect afterwards
+        (`SMCPServer.drop_connections` keeps serving) get a fresh pool."""
         super().shutdown()
-        self._handler_pool.shutdown(timeout)
+        pool, self._handler_pool = self._handler_pool, WorkerPool("smcp-server-worker")
+        pool.shutdown(timeout)
 
     def _handle_eio_message(self, eio_sid: str, data: Any) -> None:
         try:
