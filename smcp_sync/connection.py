@@ -50,10 +50,11 @@ import socketio
 import socketio.exceptions
 import websocket
 
+from .message_limit import announced_limit, length_over, too_large
 from .protocol import events
 from .protocol.codec import to_wire
 from .protocol.conventions import error_from_ack
-from .protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
+from .protocol.errors import AuthError, BadRequestError, InternalError, SMCPError, SMCPTimeoutError
 from .protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from .worker_pool import WorkerPool
 
@@ -104,7 +105,19 @@ class ReconnectPolicy:
 
 
 class _PromptCloseWebSocket(websocket.WebSocket):
-    """Sends the close frame but does not wait for the server's echo (see module doc)."""
+    """Sends the close frame but does not wait for the server's echo (see module doc), and
+    keeps the Server's limit on one message from the Engine.IO open packet it receives
+    first (`message_limit`)."""
+
+    max_message_length: int | None = None
+    _opened = False
+
+    def recv(self) -> Any:
+        data = super().recv()
+        if not self._opened and isinstance(data, str) and data.startswith("0"):
+            self._opened = True
+            self.max_message_length = announced_limit(data)
+        return data
 
     def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
         super().close(status, reason, timeout=0)
@@ -223,6 +236,12 @@ class Connection:
     def office_id(self) -> str | None:
         """The office this connection is in (and re-joins after a reconnect)."""
         return self._office_id
+
+    @property
+    def max_message_length(self) -> int | None:
+        """The longest message (in characters) the Server accepts, as it announced it on
+        connecting; longer requests and answers are refused here (`message_limit`)."""
+        return getattr(getattr(self._sio.eio, "ws", None), "max_message_length", None)
 
     @property
     def sid(self) -> str | None:
@@ -378,7 +397,7 @@ class Connection:
         its return value is the answer. It validates its own payload."""
         if event in _RESERVED_EVENTS:
             raise ValueError(f"{event!r} is handled by the connection itself")
-        self._handlers[event] = _answering(event, handler)
+        self._handlers[event] = _answering(event, handler, lambda: self.max_message_length)
         self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)
 
     def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
@@ -416,11 +435,20 @@ class Connection:
             self._state_changed.wait(remaining)
 
     def _send(self, event: str, payload: Any, callback: Callable[..., None] | None) -> None:
+        self._check_length(event, payload)
         try:
             with self._emit_lock:
                 self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
         except socketio.exceptions.BadNamespaceError:
             raise self._not_connected(f"cannot send {event}") from None
+
+    def _check_length(self, event: str, payload: Any) -> None:
+        """400 for a message the Server would drop the connection over (`message_limit`)."""
+        limit = self.max_message_length
+        length = length_over(limit, [event, *(payload if isinstance(payload, tuple) else (payload,))])
+        if length is not None:
+            details = {"event": event, "length": length, "limit": limit}
+            raise BadRequestError(too_large(event, length, limit), details=details)
 
     def _not_connected(self, what: str) -> NotConnectedError:
         where = f" to {self._url}" if self._url else ""
@@ -519,17 +547,25 @@ def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:
     raise InternalError(f"unexpected answer to {event}: {list(args)!r:.200}")
 
 
-def _answering(event: str, handler: Handler) -> Callable[..., Any]:
-    """`handler` adapted to python-socketio: one payload in, errors turned into answers."""
+def _answering(event: str, handler: Handler, limit: Callable[[], int | None]) -> Callable[..., Any]:
+    """`handler` adapted to python-socketio: one payload in, errors turned into answers,
+    an answer longer than the Server's `limit()` replaced by an error saying so."""
 
     def invoke(*args: Any) -> Any:
         try:
-            return handler(args[0] if args else None)
+            answer = handler(args[0] if args else None)
         except SMCPError as exc:
             logger.info("%s refused: %s", event, exc)
             return exc.to_wire()
         except Exception:
             logger.exception("handler of %s failed", event)
             return InternalError(f"internal error while handling {event}").to_wire()
+        most = limit()
+        length = length_over(most, list(answer) if isinstance(answer, tuple) else [answer])
+        if length is None:
+            return answer
+        reason = too_large(f"the answer to {event}", length, most)
+        logger.warning("%s", reason)
+        return InternalError(reason, details={"event": event, "length": length, "limit": most}).to_wire()
 
     return invoke

@@ -1,0 +1,47 @@
+"""The Server's limit on the size of one message, and measuring a message against it.
+
+Why: Engine.IO drops the whole connection when one message exceeds the Server's
+`max_http_buffer_size` (DESIGN §7): every pending request of that client fails and
+nothing says why. The Server announces its limit (`maxPayload` in the Engine.IO open
+packet), so a client can check each message before sending it, refuse one that is too
+big with an error that says so, and keep its connection.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: Characters around the JSON part of a message: Engine.IO and Socket.IO packet types,
+#: the namespace and the ack id (``42/smcp,123456``), with room to spare.
+PACKET_FRAMING = 64
+
+
+def announced_limit(open_packet: str) -> int | None:
+    """`maxPayload` of an Engine.IO open packet (``0{"sid": ..., "maxPayload": N}``)."""
+    try:
+        limit = json.loads(open_packet[1:]).get("maxPayload")
+    except (ValueError, AttributeError):
+        return None
+    return limit if isinstance(limit, int) and limit > 0 else None
+
+
+def length_over(limit: int | None, arguments: list[Any]) -> int | None:
+    """The length of a message carrying `arguments` if it exceeds `limit`, else None (also
+    without a known limit, or for arguments that are not plain JSON). Measured as
+    python-socketio encodes it: compact ASCII-escaped JSON, framing included."""
+    if limit is None:
+        return None
+    try:
+        length = len(json.dumps(arguments, separators=(",", ":"))) + PACKET_FRAMING
+    except (TypeError, ValueError):
+        return None
+    return length if length > limit else None
+
+
+def too_large(what: str, length: int, limit: int) -> str:
+    """The reason a message is refused, with what to do about it."""
+    return (
+        f"{what} is {length:,} characters long, more than the {limit:,} the Server accepts in one message "
+        "(its max_http_buffer_size); ask for less, or raise the Server's limit"
+    )
