@@ -14,17 +14,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from smcp_sync.protocol.errors import ErrorCode, SMCPError
 
-#: Hypothesis settings of the suite: deterministic (CI), no deadline (real network).
+#: Hypothesis settings of the suite: deterministic (CI), no deadline (real network), and
+#: no shrinking: it would replay a failure for minutes over the network, and the failing
+#: example is readable as found.
 FUZZ = settings(
-    max_examples=40,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     database=None,
+    phases=[Phase.explicit, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

@@ -20,14 +20,14 @@ from smcp_sync.protocol import events, to_wire
 
 try:
     from tests.computer.helpers import FAST, TOOL_SERVER, CallLogs, EventLog, wait_until
-    from tests.mcp_servers import stop
+    from tests.mcp_servers import stop, write_state
 except ImportError:  # tests/ itself is on sys.path
     from computer.helpers import FAST, TOOL_SERVER, CallLogs, EventLog, wait_until
-    from mcp_servers import stop
+    from mcp_servers import stop, write_state
 
 __all__ = [
     "CLI", "FAST", "TOOL_SERVER", "CallLogs", "EventLog", "Note", "Notes", "free_port", "join_agent", "mcp_children",
-    "note", "start_computer", "start_server", "stop", "tool_server", "wait_until",
+    "note", "SETUP_TIMEOUT", "start_computer", "start_server", "stop", "tool_server", "wait_until", "write_state",
 ]
 
 #: The `smcp-sync` command line, run by the interpreter of the tests.

@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 from smcp_sync.protocol import events, from_wire
 from smcp_sync.protocol.conventions import error_from_ack
@@ -85,7 +85,7 @@ def _check(event: str, args: tuple[Any, ...], answer: Any, drifter: Peer) -> Non
 
 
 def _fuzz(event: str, sender: Peer, drifter: Peer) -> None:
-    @FUZZ
+    @settings(FUZZ, max_examples=50)  # 16 events: half the Computer's count keeps it short
     @given(args=malformed_arguments(ALL_REQUESTS[event]))
     def fuzz(args: tuple[Any, ...]) -> None:
         _check(event, args, sender.call(event, *args, timeout=10), drifter)

@@ -237,7 +237,7 @@ def test_notifications_and_calls_never_cross_an_office(no_leaks):
     run_state_machine_as_test(
         Offices,
         settings=settings(
-            max_examples=8,
+            max_examples=12,
             stateful_step_count=40,
             deadline=None,
             derandomize=True,

@@ -16,7 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from .parts import join_agent, start_computer, start_server, tool_server
+from smcp_sync import Computer
+
+from .parts import FAST, SETUP_TIMEOUT, join_agent, start_server, tool_server
 
 logger = logging.getLogger(__name__)
 
@@ -29,18 +31,12 @@ OFFICE = "load"
 @pytest.mark.timeout(180)
 def test_10000_calls_none_lost_none_misrouted_every_answer_matches(stack, record_property):
     server = start_server(stack)
-    with ThreadPoolExecutor(len(COMPUTERS)) as starting:  # MCP servers start in parallel
-        computers = dict(
-            zip(
-                COMPUTERS,
-                starting.map(
-                    lambda name: start_computer(
-                        stack, name, server.url, OFFICE, tool_server(prefix=f"{name}_"), history_size=CALLS
-                    ),
-                    COMPUTERS,
-                ),
-            )
-        )
+    computers = {}
+    for name in COMPUTERS:
+        computers[name] = Computer(name, [tool_server(prefix=f"{name}_")], policy=FAST, history_size=CALLS)
+        stack.callback(computers[name].close)
+    with ThreadPoolExecutor(len(computers)) as starting:  # their MCP servers start in parallel
+        list(starting.map(lambda c: c.connect(server.url, OFFICE, timeout=SETUP_TIMEOUT), computers.values()))
     agent = join_agent(stack, "a1", server.url, OFFICE)
 
     answers: dict[int, tuple[str, str, bool, object]] = {}

@@ -1,0 +1,203 @@
+"""Bad input to the Computer: generated malformed payloads for every event it handles,
+sent by a stand-in Server (a bare Socket.IO server) that forwards what an SMCPServer
+would refuse before routing. Each gets a coded error or a well-formed answer, no thread
+dies, nothing is logged as a failure, and the Computer keeps serving."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import socketio
+from hypothesis import given
+
+from smcp_sync.protocol import events, from_wire
+from smcp_sync.protocol.models import (
+    CallToolResult,
+    CompleteRet,
+    GetComputerConfigRet,
+    GetDeskTopRet,
+    GetFinderRet,
+    GetResourcesRet,
+    GetToolsRet,
+    ReadResourceRet,
+)
+from smcp_sync.server.app import DEFAULT_MAX_HTTP_BUFFER_SIZE
+from smcp_sync.server.background_http import BackgroundHTTPServer
+from smcp_sync.server.engine import SocketIOServer
+
+from .malformed import FUZZ, coded_error, malformed_arguments
+from .parts import TOOL_SERVER, start_computer, tool_server, write_state
+
+try:
+    from tests.mcp_servers import RESOURCE_SERVER, http_server
+except ImportError:  # tests/ itself is on sys.path
+    from mcp_servers import RESOURCE_SERVER, http_server
+
+COMPLETION_SERVER = str(Path(RESOURCE_SERVER).parents[1] / "computer" / "servers" / "completion_server.py")
+
+#: Failing examples carry 100,000-character strings; hypothesis warns about their repr.
+pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning")
+
+OFFICE = "office-1"
+ASK_TIMEOUT = 20.0
+BASE = {"agent": "a1", "req_id": "r", "computer": "c1"}
+#: A valid request per event, aimed at what the Computer really hosts.
+REQUESTS = {
+    events.TOOL_CALL: {**BASE, "tool_name": "echo", "params": {"text": "x"}, "timeout": 5},
+    events.GET_CONFIG: BASE,
+    events.GET_TOOLS: BASE,
+    events.GET_DESKTOP: {**BASE, "desktop_size": 3, "window": "window://app/main"},
+    events.GET_FINDER: {**BASE, "keywords": ["doc"], "limit": 5},
+    events.READ_RESOURCE: {**BASE, "uri": "dpe://docs/a"},
+    events.GET_RESOURCES: {**BASE, "mcp_server": "res"},
+    events.COMPLETE: {
+        **BASE,
+        "ref": {"type": "ref/resource", "uri": "dpe://docs/{doc_ref}"},
+        "argument": {"name": "doc_ref", "value": "a"},
+        "mcp_server": "complete",
+    },
+    events.CANCEL_TOOL_CALL_NOTIFICATION: {"agent": "a1", "req_id": "r"},
+}
+#: The model of each event's answer (the cancel notification has none).
+ANSWERS = {
+    events.TOOL_CALL: CallToolResult,
+    events.GET_CONFIG: GetComputerConfigRet,
+    events.GET_TOOLS: GetToolsRet,
+    events.GET_DESKTOP: GetDeskTopRet,
+    events.GET_FINDER: GetFinderRet,
+    events.READ_RESOURCE: ReadResourceRet,
+    events.GET_RESOURCES: GetResourcesRet,
+    events.COMPLETE: CompleteRet,
+}
+RESOURCES = [
+    {"uri": "window://app/main", "name": "main", "text": "main window"},
+    {"uri": "dpe://docs/a", "name": "doc a", "json": {"title": "A"}},
+    {"uri": "dpe://docs/a/pages/0", "name": "page", "text": "p0", "listed": False},
+]
+
+
+class StandInServer:
+    """Plays the Server for one Computer: records its join, then asks it anything."""
+
+    def __init__(self) -> None:
+        self.sio = SocketIOServer(
+            async_mode="threading", namespaces=[events.NAMESPACE], max_http_buffer_size=DEFAULT_MAX_HTTP_BUFFER_SIZE
+        )
+        self._joined: queue.Queue[str] = queue.Queue()
+        self.sio.on(events.JOIN_OFFICE, self._join, namespace=events.NAMESPACE)
+        self._http = BackgroundHTTPServer(socketio.WSGIApp(self.sio), "127.0.0.1", 0)
+        self._http.start()
+        self.url = self._http.url
+        self.sid: str | None = None
+
+    def _join(self, sid: str, payload: Any) -> tuple[bool, None]:
+        self._joined.put(sid)
+        return True, None
+
+    def wait_for_join(self) -> None:
+        self.sid = self._joined.get(timeout=ASK_TIMEOUT)
+
+    def ask(self, event: str, args: tuple[Any, ...]) -> Any:
+        return self.sio.call(event, args, to=self.sid, namespace=events.NAMESPACE, timeout=ASK_TIMEOUT)
+
+    def close(self) -> None:
+        self.sio.eio.drop_all_connections()
+        self.sio.shutdown()
+        self._http.stop_accepting(5)
+        self._http.join_connections(5)
+
+
+def _check(event: str, args: tuple[Any, ...], answer: Any) -> None:
+    if coded_error(answer) is not None:
+        return
+    if event not in ANSWERS:
+        assert answer is None  # the cancel notification is acknowledged without a value
+        return
+    result = from_wire(ANSWERS[event], answer)  # a well-formed answer, or this raises
+    sent_req_id = args[0].get("req_id") if args and isinstance(args[0], dict) else None
+    assert getattr(result, "req_id", sent_req_id) == sent_req_id
+
+
+def _fuzz(office: StandInServer, event: str) -> None:
+    @FUZZ
+    @given(args=malformed_arguments(REQUESTS[event]))
+    def fuzz(args: tuple[Any, ...]) -> None:
+        _check(event, args, office.ask(event, args))
+
+    fuzz()
+
+
+@pytest.fixture(scope="module")
+def mcp_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The tool and resource test servers over streamable HTTP, shared by the module's
+    tests (children of the test run): each test's Computer then starts in a moment."""
+    state = tmp_path_factory.mktemp("resources") / "state.json"
+    write_state(state, RESOURCES)
+    with contextlib.ExitStack() as servers:
+        yield {
+            "tools": servers.enter_context(http_server(TOOL_SERVER, "--transport", "streamable")),
+            "res": servers.enter_context(
+                http_server(RESOURCE_SERVER, "--transport", "streamable", "--state", str(state))
+            ),
+        }
+
+
+def _open_office(stack: contextlib.ExitStack, mcp_urls: dict[str, str], completion: bool) -> StandInServer:
+    """A real Computer "c1" joined to a stand-in; with the stdio completion server only
+    when the test needs it (a stdio server costs a process start)."""
+    stand_in = StandInServer()
+    stack.callback(stand_in.close)
+    servers = [
+        {"name": name, "type": "streamable", "server_parameters": {"url": url}} for name, url in mcp_urls.items()
+    ]
+    if completion:
+        servers.append(tool_server("complete"))
+        servers[-1]["server_parameters"]["args"] = [COMPLETION_SERVER]
+    start_computer(stack, "c1", stand_in.url, OFFICE, *servers)
+    stand_in.wait_for_join()
+    return stand_in
+
+
+#: Events whose fuzzing finds a Computer bug today (`smcp_sync/computer/` is not this
+#: suite's to change); strict, so each marker goes once its bug is fixed.
+ECHOES_COMPUTER_NAME = pytest.mark.xfail(
+    strict=True,
+    reason="SocketSide._check_addressed quotes the request's whole `computer` field in its 404 "
+    "(message and details): a 100,000-character name comes back 200,000 characters long",
+)
+KNOWN_BUGS = {
+    events.GET_CONFIG: ECHOES_COMPUTER_NAME,
+    events.GET_DESKTOP: ECHOES_COMPUTER_NAME,
+    events.GET_RESOURCES: ECHOES_COMPUTER_NAME,
+    events.GET_TOOLS: ECHOES_COMPUTER_NAME,
+    events.READ_RESOURCE: ECHOES_COMPUTER_NAME,
+    events.COMPLETE: pytest.mark.xfail(
+        strict=True,
+        reason="completing a dpe:// template without mcp_server goes to the server listing the host even when it "
+        "does not offer completion: its MCP 'Method not found' (-32601) comes back as a 500",
+    ),
+}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(
+    "event", [pytest.param(event, marks=KNOWN_BUGS.get(event, ())) for event in sorted(REQUESTS)]
+)
+def test_malformed_payloads_get_coded_errors(stack, mcp_urls, thread_deaths, caplog, event):
+    office = _open_office(stack, mcp_urls, completion=event == events.COMPLETE)
+    _fuzz(office, event)
+
+    assert thread_deaths == []
+    assert [r.getMessage()[:300] for r in caplog.records if r.levelno >= logging.ERROR] == []
+    # The Computer still serves: a tool call (a new req_id: a cancel of "r" may have come
+    # first, and a cancel that comes first stops its call when it arrives) and a read.
+    call = {**REQUESTS[events.TOOL_CALL], "req_id": "after"}
+    echoed = from_wire(CallToolResult, office.ask(events.TOOL_CALL, (call,)))
+    assert echoed.text == "x" and not echoed.is_error, echoed
+    read = from_wire(ReadResourceRet, office.ask(events.READ_RESOURCE, (REQUESTS[events.READ_RESOURCE],)))
+    assert read.req_id == "r" and read.contents[0].uri == "dpe://docs/a"
