@@ -42,15 +42,15 @@ def reporting(error: type[SMCPError], scheme: str, text: object = None) -> Itera
     try:
         yield
     except RuleBroken as exc:
-        where = "" if text is None else f" {_shortened(text)}"
-        details = {"uri": text} if isinstance(text, str) else None
-        raise error(f"invalid {scheme} URI{where}: {exc}", details=details) from None
+        where = "" if text is None else f" {_cut(repr(text))}"
+        details = {"uri": _cut(text)} if isinstance(text, str) else None
+        raise error(f"invalid {scheme} URI{where}: {_cut(str(exc), 400)}", details=details) from None
 
 
-def _shortened(text: object, limit: int = 200) -> str:
-    """`text` for a message: quoted, and cut so a huge input does not make a huge message."""
-    shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+def _cut(text: str, limit: int = 200) -> str:
+    """`text` cut short, so a huge input makes neither a huge message nor huge details
+    (both go back on the wire)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def split(text: object, scheme: str) -> SplitURI:
