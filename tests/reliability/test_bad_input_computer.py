@@ -45,7 +45,8 @@ try:
 except ImportError:  # tests/ itself is on sys.path
     from mcp_servers import RESOURCE_SERVER, http_server
 
-COMPLETION_SERVER = str(Path(RESOURCE_SERVER).parents[1] / "computer" / "servers" / "completion_server.py")
+#: The stdio test server that answers `completion/complete` (the shared ones do not).
+COMPLETION_SERVER = str(Path(__file__).parents[1] / "computer" / "servers" / "completion_server.py")
 
 OFFICE = "office-1"
 ASK_TIMEOUT = 20.0
