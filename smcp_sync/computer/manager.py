@@ -7,7 +7,9 @@ serialised by one lock that is never taken on the loop; reads use snapshots.
 
 The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
 `complete`) are the seam for Desktop and Finder: they raise `SMCPError`s, with MCP
-server errors as `MCPServerError` carrying the JSON-RPC code, except the Finder errors
+server errors as `MCPServerError` (500) carrying the JSON-RPC code, except a server's
+refusal of the request (unknown resource or method, invalid params: 404 / 400, the
+JSON-RPC code in ``details["mcp_code"]``) and the Finder errors
 4201–4204 a server reports by the convention of `smcp_sync/demo/servers/finder_errors.py`
 (``data.smcp_code``, or a ``[42xx] `` message prefix), which keep their code.
 """
@@ -24,7 +26,15 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 import anyio
 
 from ..protocol.codec import from_wire, to_wire
-from ..protocol.errors import BadRequestError, ErrorCode, InternalError, NotFoundError, SMCPError, SMCPTimeoutError
+from ..protocol.errors import (
+    BadRequestError,
+    ErrorCode,
+    InternalError,
+    NotFoundError,
+    SMCPError,
+    SMCPTimeoutError,
+    cut_short,
+)
 from ..protocol.models import (
     CallToolResult,
     Completion,
@@ -37,7 +47,15 @@ from ..protocol.models import (
 )
 from .bridge import EventLoopThread
 from .inputs import InputResolver
-from .mcp_adapter import MAX_PAGES, McpFailure, McpRequestFailed, McpSession
+from .mcp_adapter import (
+    INVALID_PARAMS,
+    MAX_PAGES,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    McpFailure,
+    McpRequestFailed,
+    McpSession,
+)
 from .redaction import public_server_config
 from .policy import ServerPolicy
 from .server_connection import ServerConnection, ServerUnavailable
@@ -57,6 +75,14 @@ _REPORTABLE_CODES = frozenset(
     {ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.INVALID_DPE_URI}
 )
 _CODE_PREFIX = re.compile(r"^\[(\d{4})\] ?")
+
+#: An MCP server refusing a request, not failing it: the caller asked for something that
+#: is not there or asked it wrongly, so it gets a 4xx (with ``mcp_code`` in the details).
+_REFUSALS = {
+    INVALID_PARAMS: ErrorCode.BAD_REQUEST,
+    METHOD_NOT_FOUND: ErrorCode.NOT_FOUND,
+    RESOURCE_NOT_FOUND: ErrorCode.NOT_FOUND,
+}
 
 #: Requests of one `request_each` in flight at once on one MCP server: enough to hide the
 #: round-trip latency, few enough not to flood a server (or its stdio pipe).
@@ -207,23 +233,23 @@ class ServerManager:
         return self.request(server, lambda s: s.list_resources(cursor), timeout, "resources/list")
 
     def read_resource(self, server: str, uri: str, timeout: float) -> list[ResourceContents]:
-        return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {uri!r}")
+        return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {cut_short(repr(uri))}")
 
     def read_resources(
         self, server: str, uris: Sequence[str], timeout: float
     ) -> list[list[ResourceContents] | SMCPError]:
         """`resources/read` of each of `uris` (see `request_each`): contents or failure, in order."""
         return self.request_each(
-            server, [(_reader(uri), f"resources/read {uri!r}") for uri in uris], timeout
+            server, [(_reader(uri), f"resources/read {cut_short(repr(uri))}") for uri in uris], timeout
         )  # fmt: skip
 
     def subscribe_resource(self, server: str, uri: str, timeout: float) -> None:
-        self.request(server, lambda s: s.subscribe_resource(uri), timeout, f"resources/subscribe {uri!r}")
+        self.request(server, lambda s: s.subscribe_resource(uri), timeout, f"resources/subscribe {cut_short(repr(uri))}")
 
     def subscribe_resources(self, server: str, uris: Sequence[str], timeout: float) -> list[SMCPError | None]:
         """`resources/subscribe` to each of `uris` (see `request_each`): None or the failure, in order."""
         return self.request_each(
-            server, [(_subscriber(uri), f"resources/subscribe {uri!r}") for uri in uris], timeout
+            server, [(_subscriber(uri), f"resources/subscribe {cut_short(repr(uri))}") for uri in uris], timeout
         )  # fmt: skip
 
     def complete(
@@ -234,6 +260,12 @@ class ServerManager:
         context: CompletionContext | None,
         timeout: float,
     ) -> Completion:
+        capabilities = self.status(server).capabilities
+        if capabilities is not None and not capabilities.completions:
+            raise NotFoundError(
+                f"MCP server {server!r} offers no completion (it did not declare the completions capability)",
+                details={"mcp_server": server},
+            )
         return self.request(server, lambda s: s.complete(ref, argument, context), timeout, "completion/complete")
 
     def request(self, server: str, operation: Callable[[McpSession], Awaitable[T]], timeout: float, what: str) -> T:
@@ -270,7 +302,7 @@ class ServerManager:
     def _connection(self, name: str) -> ServerConnection:
         connection = self._connection_or_none(name)
         if connection is None:
-            raise NotFoundError(f"no MCP server named {name!r}", details={"mcp_server": name})
+            raise NotFoundError(f"no MCP server named {cut_short(repr(name))}", details={"mcp_server": cut_short(name)})
         return connection
 
     def _connection_or_none(self, name: str) -> ServerConnection | None:
@@ -304,7 +336,11 @@ def _request_error(server: str, exc: BaseException, what: str, timeout: float) -
         return reported
     if exc.code is not None:
         details["mcp_code"] = exc.code
-    return MCPServerError(f"MCP server {server!r}: {exc.message}", details=details)
+    message = f"MCP server {server!r}: {cut_short(exc.message, 400)}"
+    refused_as = _REFUSALS.get(exc.code) if exc.code is not None else None
+    if refused_as is not None:
+        return SMCPError.for_code(refused_as, message, details)
+    return MCPServerError(message, details=details)
 
 
 def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:

@@ -66,6 +66,9 @@ OnNotification = Callable[[NotificationKind, "str | None"], None]
 
 #: MCP's JSON-RPC code for an unknown resource (revisions up to 2025-11-25; later ones use -32602).
 RESOURCE_NOT_FOUND = -32002
+#: JSON-RPC codes of a server refusing the request itself (unknown method, bad arguments).
+METHOD_NOT_FOUND = mcp_types.METHOD_NOT_FOUND
+INVALID_PARAMS = mcp_types.INVALID_PARAMS
 
 
 class McpFailure(Exception):

@@ -10,8 +10,8 @@ host clash). Nothing of the URI is changed on the way: its query parameters (`fo
 Errors: an invalid `dpe://` URI is 4204 before any MCP server is asked; a `dpe://` host
 no server lists is 4201 (there is no such document here). The Finder errors an MCP
 server reports keep their code (see `manager`); a server that only says "resource not
-found" (MCP -32002) gets the code of the level it was asked for: 4201 for a document or
-catalogue, 4202 for a page, 4203 for an element.
+found" (MCP -32002, or -32602 in later revisions) gets the code of the level it was
+asked for: 4201 for a document or catalogue, 4202 for a page, 4203 for an element.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from ..protocol.dpe_uri import DPEURI, parse_dpe_uri
 from ..protocol.dpe_uri import SCHEME as DPE_SCHEME
-from ..protocol.errors import BadRequestError, ErrorCode, NotFoundError, SMCPError
+from ..protocol.errors import BadRequestError, ErrorCode, NotFoundError, SMCPError, cut_short
 from ..protocol.models import (
     Completion,
     CompletionArgument,
@@ -30,10 +30,14 @@ from ..protocol.models import (
     Resource,
     ResourceContents,
 )
-from .manager import MCPServerError, ServerManager
-from .mcp_adapter import RESOURCE_NOT_FOUND
+from .manager import ServerManager
+from .mcp_adapter import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from .resource_channel import ResourceChannel, scheme_and_host
 from .resource_watch import ResourceWatch
+
+#: An MCP server's "no such resource" (-32602 in revisions after 2025-11-25); a `dpe://`
+#: URI it is given has passed our checks, so invalid params can only mean that.
+_NOT_FOUND_CODES = (RESOURCE_NOT_FOUND, INVALID_PARAMS)
 
 _NOT_FOUND_BY_LEVEL = {
     0: ErrorCode.DOCUMENT_NOT_FOUND,
@@ -63,8 +67,8 @@ class ResourceRequests:
         server = mcp_server if mcp_server is not None else self._owner(uri, "reading")
         try:
             return self._manager.read_resource(server, uri, self._timeout)
-        except MCPServerError as exc:
-            if dpe is not None and exc.mcp_code == RESOURCE_NOT_FOUND:
+        except SMCPError as exc:
+            if dpe is not None and exc.details.get("mcp_code") in _NOT_FOUND_CODES:
                 raise _not_found(uri, dpe, exc) from None
             raise
 
@@ -96,7 +100,7 @@ class ResourceRequests:
         if found is None or channel is None:
             schemes = " or ".join(f"{scheme}://" for scheme in self._channels)
             raise BadRequestError(
-                f"{doing} {uri!r} needs mcp_server: only {schemes} URIs are routed by their host",
+                f"{doing} {cut_short(repr(uri))} needs mcp_server: only {schemes} URIs are routed by their host",
                 details={"field": "mcp_server"},
             )
         host = found[1]
@@ -105,11 +109,11 @@ class ResourceRequests:
             return owner
         message = f"no MCP server of this computer lists {channel.scheme}://{host} URIs"
         if channel.scheme == DPE_SCHEME:
-            raise SMCPError.for_code(ErrorCode.DOCUMENT_NOT_FOUND, message, {"uri": uri})
-        raise NotFoundError(message, details={"uri": uri})
+            raise SMCPError.for_code(ErrorCode.DOCUMENT_NOT_FOUND, message, {"uri": cut_short(uri)})
+        raise NotFoundError(message, details={"uri": cut_short(uri)})
 
 
-def _not_found(text: str, uri: DPEURI, exc: MCPServerError) -> SMCPError:
+def _not_found(text: str, uri: DPEURI, exc: SMCPError) -> SMCPError:
     """The Finder error for a "resource not found" answer to reading `uri`."""
     address = {"doc_ref": uri.doc_ref, "page_index": uri.page_index, "element_id": uri.element_id}
     details = {**exc.details, "uri": text, **{k: v for k, v in address.items() if v is not None}}

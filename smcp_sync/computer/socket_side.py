@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from ..connection import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire, to_wire
-from ..protocol.errors import BadRequestError, NotFoundError
+from ..protocol.errors import BadRequestError, NotFoundError, cut_short
 from ..protocol.models import (
     AgentCallData,
     CompleteReq,
@@ -150,5 +150,6 @@ class SocketSide:
     def _check_addressed(self, computer: str) -> None:
         if computer != self._computer.name:
             raise NotFoundError(
-                f"this is computer {self._computer.name!r}, not {computer!r}", details={"computer": computer}
+                f"this is computer {self._computer.name!r}, not {cut_short(repr(computer))}",
+                details={"computer": cut_short(computer)},
             )

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import attrs
 
-from ..protocol.errors import ErrorCode, NotFoundError
+from ..protocol.errors import ErrorCode, NotFoundError, cut_short
 from ..protocol.models import CallToolResult
 from .catalog import ToolCatalog, ToolRoute
 from .history import ToolCallHistory, ToolCallRecord
@@ -156,7 +156,7 @@ def _unroutable(catalog: ToolCatalog, name: str) -> CallToolResult:
             ErrorCode.TOOL_EXECUTION_FAILED,
             f"tool {name!r} is unavailable: its MCP server {catalog.unavailable[name]!r} is restarting",
         )
-    return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {name!r}")
+    return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {cut_short(repr(name))}")
 
 
 def _timed_out(name: str, timeout: float) -> CallToolResult:

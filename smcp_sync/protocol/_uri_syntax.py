@@ -18,7 +18,7 @@ import re
 from typing import Iterator, Mapping, NamedTuple
 from urllib.parse import quote, unquote_to_bytes, urlsplit
 
-from .errors import SMCPError
+from .errors import SMCPError, cut_short
 
 #: RFC 3986 reg-name characters (unreserved + sub-delims), percent-escapes excluded.
 _HOST = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=]+")
@@ -42,15 +42,9 @@ def reporting(error: type[SMCPError], scheme: str, text: object = None) -> Itera
     try:
         yield
     except RuleBroken as exc:
-        where = "" if text is None else f" {_cut(repr(text))}"
-        details = {"uri": _cut(text)} if isinstance(text, str) else None
-        raise error(f"invalid {scheme} URI{where}: {_cut(str(exc), 400)}", details=details) from None
-
-
-def _cut(text: str, limit: int = 200) -> str:
-    """`text` cut short, so a huge input makes neither a huge message nor huge details
-    (both go back on the wire)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+        where = "" if text is None else f" {cut_short(repr(text))}"
+        details = {"uri": cut_short(text)} if isinstance(text, str) else None
+        raise error(f"invalid {scheme} URI{where}: {cut_short(str(exc), 400)}", details=details) from None
 
 
 def split(text: object, scheme: str) -> SplitURI:

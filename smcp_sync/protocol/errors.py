@@ -96,6 +96,13 @@ class SMCPError(Exception):
         return SMCPError.for_code(code, message, details if isinstance(details, Mapping) else None)
 
 
+def cut_short(text: str, limit: int = 200) -> str:
+    """`text` cut to at most `limit` characters: refusals quote what they refuse, and a
+    huge value must make neither a huge message nor huge details (both go back on the
+    wire, and into logs)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _looks_flat(data: Mapping[str, Any]) -> bool:
     """A flat error has an error code (every spec code is >= 400) and only error keys: a
     result that merely has a `code` field, or a ``{"code": 0, "message": "ok"}`` success

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer, MCPServerError
+from smcp_sync.computer import Computer
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.protocol import (
     BadRequestError,
@@ -149,9 +149,9 @@ def test_a_server_that_only_says_not_found_gets_the_code_of_the_level(reader: Co
     with pytest.raises(FinderError, match="no MCP server of this computer lists dpe://elsewhere URIs") as caught:
         reader.read_resource("dpe://elsewhere/doc")
     assert caught.value.code == ErrorCode.DOCUMENT_NOT_FOUND
-    with pytest.raises(MCPServerError) as other:  # not a dpe:// URI: an MCP server error as it is
+    with pytest.raises(NotFoundError) as other:  # not a dpe:// URI: the MCP server's "not found" as it is
         reader.read_resource("file:///missing.txt", mcp_server="res")
-    assert other.value.code == 500 and other.value.mcp_code == -32002
+    assert other.value.code == 404 and other.value.details["mcp_code"] == -32002
 
 
 def test_uris_are_routed_by_host_and_other_schemes_need_mcp_server(
@@ -202,9 +202,9 @@ def test_prompt_completion_needs_mcp_server(reader: Computer) -> None:
     prompt = PromptReference(name="summarise")
     with pytest.raises(BadRequestError, match="prompt 'summarise' needs mcp_server"):
         reader.complete(prompt, CompletionArgument(name="style", value=""))
-    with pytest.raises(MCPServerError) as caught:  # forwarded; this server has no prompts
+    with pytest.raises(BadRequestError) as caught:  # forwarded; this server has no prompts, and says so
         reader.complete(prompt, CompletionArgument(name="style", value=""), mcp_server="docs")
-    assert caught.value.mcp_code == -32602
+    assert caught.value.details["mcp_code"] == -32602
     with pytest.raises(BadRequestError, match="completing 'memo://\\{day\\}' needs mcp_server"):
         reader.complete(ResourceTemplateReference(uri="memo://{day}"), CompletionArgument(name="day", value=""))
 

@@ -16,6 +16,7 @@ import pytest
 from smcp_sync.computer import Computer, MCPServerError, ServerEvent
 from smcp_sync.computer.manager import BATCH_CONCURRENCY
 from smcp_sync.protocol import (
+    BadRequestError,
     CompletionArgument,
     CompletionContext,
     NotFoundError,
@@ -79,9 +80,10 @@ def test_listing_follows_every_page_or_returns_one(reader: Computer) -> None:
 def test_reading_a_resource_and_an_unknown_one(reader: Computer) -> None:
     [contents] = reader.servers.read_resource("res", "dpe://docs/a/pages/0", timeout=10)
     assert contents == TextResourceContents(uri="dpe://docs/a/pages/0", text="p0")
-    with pytest.raises(MCPServerError) as caught:
+    with pytest.raises(NotFoundError) as caught:  # the server's refusal: a 404, not a 500
         reader.servers.read_resource("res", "dpe://docs/nope", timeout=10)
-    assert caught.value.mcp_code == -32002 and "not found" in caught.value.message.lower()
+    assert caught.value.details == {"mcp_server": "res", "mcp_code": -32002}
+    assert "not found" in caught.value.message.lower()
 
 
 def test_notifications_reach_a_sync_listener(computer: Computer) -> None:
@@ -124,9 +126,9 @@ def test_completion_values_and_errors(computer_factory: Any) -> None:
         "complete", ref, CompletionArgument(name="doc_ref", value="b"), CompletionContext(arguments={"page": "3"}), 10
     )
     assert with_context.values == ["beta@3"]
-    with pytest.raises(MCPServerError) as caught:
+    with pytest.raises(BadRequestError) as caught:  # the server's refusal: a 400, not a 500
         computer.servers.complete("complete", PromptReference(name="p"), CompletionArgument(name="x", value=""), None, 10)
-    assert caught.value.mcp_code == -32602
+    assert caught.value.details == {"mcp_server": "complete", "mcp_code": -32602}
 
 
 def test_unknown_and_stopped_servers_are_clear_errors(computer: Computer) -> None:
@@ -145,7 +147,7 @@ def test_a_batch_of_reads_answers_each_uri_in_order_with_failures_per_uri(reader
     assert len(outcomes) == len(uris)
     for uri, outcome in zip(uris, outcomes):
         if uri == "dpe://docs/nope":
-            assert isinstance(outcome, MCPServerError) and outcome.details["mcp_server"] == "res"
+            assert isinstance(outcome, NotFoundError) and outcome.details["mcp_server"] == "res"
         else:
             assert [c.text for c in outcome] == ["main window" if uri == "window://app/main" else "p0"]
     assert reader.servers.read_resources("res", [], timeout=10) == []

@@ -10,8 +10,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer, MCPServerError, ServerState
-from smcp_sync.protocol import A2C_TOOL_META, MCP_TOOL_ANNOTATION, CallToolResult, ErrorCode
+from smcp_sync.computer import Computer, ServerState
+from smcp_sync.protocol import A2C_TOOL_META, MCP_TOOL_ANNOTATION, BadRequestError, CallToolResult, ErrorCode
 
 from .helpers import FAST, CallLogs, http_config, stdio_config
 
@@ -74,10 +74,10 @@ def test_calls_relay_results_and_tool_errors_as_is(computer: Computer) -> None:
     assert len(big.text) == 300_000
 
 
-def test_an_mcp_error_answer_keeps_its_json_rpc_code(computer: Computer) -> None:
-    with pytest.raises(MCPServerError) as caught:
+def test_an_mcp_refusal_is_a_400_that_keeps_its_json_rpc_code(computer: Computer) -> None:
+    with pytest.raises(BadRequestError) as caught:
         computer.servers.request("tools", lambda session: session.call_tool("no_such_tool", {}), 10, "tools/call")
-    assert caught.value.code == 500 and caught.value.mcp_code == -32602  # INVALID_PARAMS
+    assert caught.value.code == 400 and caught.value.details["mcp_code"] == -32602  # INVALID_PARAMS
     assert "Unknown tool: no_such_tool" in caught.value.message
     assert caught.value.details["mcp_server"] == "tools"
 

@@ -3,10 +3,9 @@ sent by a stand-in Server (a bare Socket.IO server) that forwards what an SMCPSe
 would refuse before routing. Each gets a coded error or a well-formed answer, no thread
 dies, nothing is logged as a failure, and the Computer keeps serving.
 
-Two Computer bugs the fuzzing found have their own reproducers below (strict xfails:
-`smcp_sync/computer/` is not this suite's to change). Until they are fixed the fuzzing
-accepts error answers that echo a huge value back (`ECHOES_HUGE_VALUES`) and a 500 that
-relays an MCP server's refusal (`_relays_an_mcp_refusal`); remove each with its xfail.
+Two Computer bugs the fuzzing found keep their own reproducers below: huge request
+values quoted whole in refusals, and an MCP server's refusal of a request (unknown
+method, resource or params) relayed as a 500.
 """
 
 from __future__ import annotations
@@ -79,9 +78,6 @@ ANSWERS = {
     events.GET_RESOURCES: GetResourcesRet,
     events.COMPLETE: CompleteRet,
 }
-#: JSON-RPC error codes by which an MCP server refuses a request: method not found,
-#: invalid params.
-MCP_REFUSALS = frozenset({-32601, -32602})
 #: The documents live on host "library"; the completion server completes the template
 #: "dpe://docs/{doc_ref}", a host nobody lists.
 RESOURCES = [
@@ -122,22 +118,8 @@ class StandInServer:
         self._http.join_connections(5)
 
 
-#: Tolerance, until `test_a_huge_value_is_not_echoed_back` passes: no size limit on the
-#: Computer's error answers (set it back to `MAX_ERROR_SIZE` then).
-ECHOES_HUGE_VALUES = None
-
-
-def _relays_an_mcp_refusal(answer: Any) -> bool:
-    """Tolerance, until `test_an_mcp_servers_refusal_is_not_a_500` passes: a 500 that
-    relays an MCP server's "invalid params" or "method not found"."""
-    error = SMCPError.from_wire(answer)
-    if error is None or error.code != ErrorCode.INTERNAL_ERROR:
-        return False
-    return error.details.get("mcp_code") in MCP_REFUSALS
-
-
 def _check(event: str, args: tuple[Any, ...], answer: Any) -> None:
-    if _relays_an_mcp_refusal(answer) or coded_error(answer, max_size=ECHOES_HUGE_VALUES) is not None:
+    if coded_error(answer) is not None:
         return
     if event not in ANSWERS:
         assert answer is None  # the cancel notification is acknowledged without a value
@@ -203,17 +185,15 @@ def test_malformed_payloads_of_every_event_get_coded_errors(office, thread_death
 
 
 HUGE = "x" * 100_000
-#: The Computer quotes these request fields whole in its refusals (message and details).
-ECHO_BUG = pytest.mark.xfail(strict=True, reason="the Computer quotes the whole value in its refusal")
 
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "event, fields",
     [
-        pytest.param(events.GET_TOOLS, {"computer": HUGE}, marks=ECHO_BUG, id="computer"),  # _check_addressed
-        pytest.param(events.GET_RESOURCES, {"mcp_server": HUGE}, marks=ECHO_BUG, id="mcp_server"),  # ServerManager
-        pytest.param(events.READ_RESOURCE, {"uri": HUGE}, marks=ECHO_BUG, id="uri"),  # ResourceRequests._owner
+        pytest.param(events.GET_TOOLS, {"computer": HUGE}, id="computer"),  # _check_addressed
+        pytest.param(events.GET_RESOURCES, {"mcp_server": HUGE}, id="mcp_server"),  # ServerManager
+        pytest.param(events.READ_RESOURCE, {"uri": HUGE}, id="uri"),  # ResourceRequests._owner
         pytest.param(events.GET_DESKTOP, {"window": "window://" + HUGE + "%"}, id="window"),
     ],
 )
@@ -223,24 +203,23 @@ def test_a_huge_value_is_not_echoed_back(office, event, fields):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Computer relays every MCP error as a 500 (MCPServerError is an InternalError), also an MCP "
-    "server's refusal of the request: 'Method not found' (-32601, e.g. completion on a server without it) and "
-    "'Invalid params' (-32602)",
-)
 @pytest.mark.parametrize(
-    "ref, mcp_server",
+    "event, fields, code, mcp_code",
     [
-        ({"type": "ref/resource", "uri": "dpe://library/{doc_ref}"}, None),  # "library": the resource server's
-        ({"type": "ref/resource", "uri": "dpe://nowhere/{doc_ref}"}, "complete"),  # not a template it knows
+        # the resource server declares no completions: refused before it is asked
+        (events.COMPLETE, {"mcp_server": "res"}, 404, None),
+        # the completion server does not know this template: it answers "invalid params"
+        (
+            events.COMPLETE,
+            {"ref": {"type": "ref/resource", "uri": "dpe://nowhere/{doc_ref}"}, "mcp_server": "complete"},
+            400,
+            -32602,
+        ),
+        # reading a window its server does not have: the server answers "resource not found"
+        (events.READ_RESOURCE, {"uri": "window://app/other"}, 404, -32002),
     ],
-    ids=["method-not-found", "invalid-params"],
+    ids=["no-completions-capability", "invalid-params", "unknown-window"],
 )
-def test_an_mcp_servers_refusal_is_not_a_500(office, ref, mcp_server):
-    request = {**BASE, "ref": ref, "argument": {"name": "doc_ref", "value": "a"}}
-    if mcp_server is not None:
-        request["mcp_server"] = mcp_server
-    answer = office.ask(events.COMPLETE, (request,))
-    assert _relays_an_mcp_refusal(answer)  # what happens today, so the xfail is for this reason only
-    assert coded_error(answer) is not None
+def test_an_mcp_servers_refusal_is_a_4xx_not_a_500(office, event, fields, code, mcp_code):
+    error = coded_error(office.ask(event, ({**REQUESTS[event], **fields},)))
+    assert (error.code, error.details.get("mcp_code")) == (code, mcp_code), error
