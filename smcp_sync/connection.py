@@ -280,10 +280,15 @@ class Connection:
             raise self._connect_failure(url, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
 
-    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
+    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT, on_disconnected: Callable[[], None] | None = None) -> None:
         """Disconnect (the Server treats it as leaving the office), stop reconnecting and
         wait up to `timeout` for the client's threads. Idempotent; `connect` may follow
-        (with a fresh handler pool)."""
+        (with a fresh handler pool).
+
+        `on_disconnected` runs once the session is gone and before the handlers still
+        running are waited for: the owner ends their work there (the Computer stops its
+        MCP servers), so closing need not wait for it, and no answer goes out after the
+        Server has already failed the requests of a session that left."""
         deadline = time.monotonic() + timeout
         with self._state_changed:
             self._closing = True
@@ -292,6 +297,8 @@ class Connection:
         closer.join(timeout)
         if closer.is_alive():
             logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
+        if on_disconnected is not None:
+            on_disconnected()
         self._retire_pool(max(0.0, deadline - time.monotonic()))
         with self._state_changed:
             self._state, self._ready, self._office_id = self._DISCONNECTED, False, None

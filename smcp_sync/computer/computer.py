@@ -115,8 +115,9 @@ class Computer:
         self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history)
         # requests for agents must end before the Server stops waiting for the answer
         request_timeout = min(policy.request_timeout, DEFAULT_REQUEST_TIMEOUT - SERVER_TIMEOUT_BUFFER)
-        self._desktop = desktop_channel(self._manager, request_timeout)
-        self._finder = finder_channel(self._manager, request_timeout)
+        cold_wait = min(policy.cold_wait, request_timeout)
+        self._desktop = desktop_channel(self._manager, request_timeout, cold_wait)
+        self._finder = finder_channel(self._manager, request_timeout, cold_wait)
         channels = (self._desktop, self._finder)
         self._watch = ResourceWatch(name, self._manager, channels, self._announce, request_timeout, update_debounce)
         self._resources = ResourceRequests(self._manager, self._watch, channels, request_timeout)
@@ -142,7 +143,7 @@ class Computer:
             self._started = True
         self._manager.start_enabled(timeout)
         self._refresh_tools()
-        self._watch.current_servers()  # enumerated and subscribed before start() returns
+        self._watch.current_servers()  # listed before start() returns; read in the background
         return self
 
     def close(self, timeout: float = SHUTDOWN_GRACE) -> None:
@@ -153,15 +154,20 @@ class Computer:
                 return
             self._closed = True
             started = self._started
-        self._socket.close()
+        # The MCP servers stop as soon as the Server has seen this Computer leave (and failed
+        # the calls in flight): the handlers of those calls, waiting on an MCP request, then
+        # end at once instead of holding the close up until their requests time out.
+        self._socket.close(on_disconnected=self._stop_servers if started else None)
         if started:
-            try:
-                self._manager.stop_all()
-            except TimeoutError:
-                log.warning("Computer %r: MCP servers did not all stop in time", self.name)
             self._events.stop(timeout)
             self._watch.stop(timeout)
             self._bridge.stop(timeout)
+
+    def _stop_servers(self) -> None:
+        try:
+            self._manager.stop_all()
+        except TimeoutError:
+            log.warning("Computer %r: MCP servers did not all stop in time", self.name)
 
     def __enter__(self) -> Computer:
         return self.start()
@@ -231,7 +237,9 @@ class Computer:
         offset: int = 0,
         limit: int = DEFAULT_FINDER_LIMIT,
     ) -> FinderPage:
-        """One page of the document catalogue (spec/finder.md) and its `total_count`."""
+        """One page of the document catalogue (spec/finder.md) and its `total_count`; not
+        `complete` while documents being read in the background were left out (waits at
+        most `ServerPolicy.cold_wait` for them)."""
         self._require_started()
         servers = self._watch.current_servers()
         return get_finder(self._finder, servers, self._history.records(), keywords, file_type, offset, limit)

@@ -76,11 +76,15 @@ class SocketSide:
             self.close()
             raise
 
-    def close(self) -> None:
+    def close(self, on_disconnected: Callable[[], None] | None = None) -> None:
+        """Leave the office and close the connection; `on_disconnected` (see
+        `Connection.close`) runs in any case, once nothing can answer any more."""
         with self._lock:
             connection, self._connection = self._connection, None
         if connection is not None:
-            connection.close()
+            connection.close(on_disconnected=on_disconnected)
+        elif on_disconnected is not None:
+            on_disconnected()
 
     def announce(self, event: str) -> None:
         """Send `event` (a `server:update_*`) to the office, if in one."""

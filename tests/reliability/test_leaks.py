@@ -61,12 +61,6 @@ def test_closing_everything_brings_threads_and_processes_back_to_baseline(stack,
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(
-    strict=True,
-    reason="Computer.close() closes its Socket.IO connection first, and Connection.close() waits (5 s) for the "
-    "handler of the call in flight; that handler waits for its MCP call, which only the MCP servers' stop that "
-    "Computer.close() does afterwards ends",
-)
 def test_closing_a_computer_with_a_call_in_flight_is_prompt(stack, tmp_path):
     logs = CallLogs(tmp_path)
     server = start_server(stack)
