@@ -17,14 +17,18 @@ import argparse
 import getpass
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..computer import Computer, ServerState
-from ..computer.config_file import ConfigError, load_config, load_inputs, read_json
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
 from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
 from .signals import Terminated, sigterm_raises, wait_for_signals
+
+if TYPE_CHECKING:
+    from ..computer import Computer
+
+# The Computer's modules are imported where they are used: they load the MCP SDK (~1 s),
+# which `smcp-sync agent` / `server` / `--help` do not need.
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
 def _configured_computer(args: argparse.Namespace) -> Computer:
     """The Computer of --config / --inputs / --input. A configuration error names the
     file and, for a server config, the server; the field is in the codec's message."""
+    from ..computer import Computer
+    from ..computer.config_file import ConfigError, load_config, load_inputs
+
     values = dict(_assignment(text) for text in args.input)
     config = _in_file(args.config, load_config)
     inputs = [*config.inputs, *(_in_file(args.inputs, load_inputs) if args.inputs else ())]
@@ -91,6 +98,8 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
 
 def _in_file(path: str, load: Any) -> Any:
     """`load` the JSON document of `path`; its errors say which file."""
+    from ..computer.config_file import ConfigError, read_json
+
     document = read_json(path)  # unreadable or not JSON: a ConfigError naming the file
     try:
         return load(document)
@@ -99,6 +108,8 @@ def _in_file(path: str, load: Any) -> Any:
 
 
 def _summary(computer: Computer, args: argparse.Namespace) -> str:
+    from ..computer import ServerState
+
     statuses = computer.server_statuses()
     down = [s.name for s in statuses if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
     if args.json:

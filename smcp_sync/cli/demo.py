@@ -24,9 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..demo.display import JsonDisplay, TextDisplay
-from ..demo.stage import DEFAULT_OFFICE, DemoStage, StageSettings
-from ..demo.steps import Walkthrough
+from ..demo import DEFAULT_OFFICE
 from ..protocol.errors import SMCPError
 from .options import add_json, add_timeout, fail, port_number, port_problem
 from .signals import Terminated, sigterm_raises, wait_for_signals
@@ -67,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from . import EXIT_FAILURE, EXIT_OK  # here: the package imports this module
+    from ..demo.display import JsonDisplay, TextDisplay  # here: the other commands need no MCP SDK (~1 s)
+    from ..demo.stage import DemoStage, StageSettings
+    from ..demo.steps import Walkthrough
 
     problem = port_problem(HOST, args.port)
     if problem:

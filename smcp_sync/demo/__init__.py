@@ -10,3 +10,6 @@ from pathlib import Path
 
 #: The bundled sample documents (Markdown, CSV, text) the example servers serve by default.
 SAMPLE_DOCUMENTS = Path(__file__).resolve().parent / "documents"
+
+#: The office the demo's roles join unless told otherwise.
+DEFAULT_OFFICE = "demo-office"

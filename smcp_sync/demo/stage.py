@@ -19,12 +19,11 @@ import attrs
 from ..agent import Agent
 from ..computer import Computer
 from ..server import SMCPServer
-from . import SAMPLE_DOCUMENTS
+from . import DEFAULT_OFFICE, SAMPLE_DOCUMENTS
 from .bundle import bundled_servers
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_OFFICE = "demo-office"
 COMPUTER_NAME = "demo-computer"
 AGENT_NAME = "demo-agent"
 

@@ -81,6 +81,17 @@ def test_the_installed_command_has_help_and_a_version() -> None:
         assert done.returncode == 0 and done.stdout.startswith(expected) and done.stderr == ""
 
 
+def test_the_command_line_loads_the_mcp_sdk_only_for_the_commands_that_use_it() -> None:
+    """`smcp-sync agent ...` in a script starts in a fraction of a second: building the
+    parser and running the Agent or the Server import no MCP module (about 1 s to load)."""
+    probe = (
+        "import sys; from smcp_sync.cli import build_parser; import smcp_sync.agent, smcp_sync.server; "
+        "build_parser(); print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=20)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "[]", "")
+
+
 @pytest.mark.parametrize(
     "command, flags",
     [
