@@ -2,7 +2,10 @@
 for `client:get_desktop`.
 
 A window's value is the contents of reading its listed URI, cached while the Computer is
-subscribed to it. Laying windows out is `organize_desktop`'s job; this gathers them.
+subscribed to it and read in the background as soon as it is listed (a desktop asked for
+before then waits at most `wait` seconds, then shows what is read, and
+`server:update_desktop` follows). Laying windows out is `organize_desktop`'s job; this
+gathers them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from .resource_channel import ResourceChannel
 WindowContents = tuple[ResourceContents, ...]
 
 
-def desktop_channel(manager: ServerManager, timeout: float) -> ResourceChannel[WindowContents]:
+def desktop_channel(manager: ServerManager, timeout: float, wait: float) -> ResourceChannel[WindowContents]:
+    """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
     return ResourceChannel(
         "desktop",
         SCHEME,
@@ -29,6 +33,7 @@ def desktop_channel(manager: ServerManager, timeout: float) -> ResourceChannel[W
         read=lambda server, uris: manager.read_resources(server, uris, timeout),
         check=parse_window_uri,  # a window the organiser would drop is not worth a read
         value_of=lambda server, contents: tuple(contents),
+        wait=wait,
     )
 
 
@@ -49,5 +54,5 @@ def get_desktop(
         parse_window_uri(window)  # 400 naming the broken rule
     if size is not None and size <= 0:
         return []
-    windows = [Window(server=e.server, uri=e.uri, contents=e.value) for e in channel.entries(servers, window)]
+    windows = [Window(server=e.server, uri=e.uri, contents=e.value) for e in channel.entries(servers, window).entries]
     return organize_desktop(windows, size, history)

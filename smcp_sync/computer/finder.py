@@ -4,9 +4,12 @@ what an Agent gets for `client:get_finder`.
 A document's value is its `CatalogueEntry` (its `DPEDocumentSummary`, checked and keyed
 for ordering), built from one read of its Level 1 URI and cached until a change notice
 drops it (DESIGN §3: never a read per document per call; and no parsing per document
-per call either). A document that cannot be read, is not a DPE document or names no
-document URI is left out of the catalogue, not allowed to fail it (see
-`ResourceChannel.diagnostics`).
+per call either). The reads happen in the background as soon as a server's documents
+are listed (see `resource_channel`); a catalogue not read in full within `wait` seconds
+is answered from the documents read so far — `total_count` counts those — and
+`server:update_finder` follows once the rest is read. A document that cannot be read,
+is not a DPE document or names no document URI is left out of the catalogue, not
+allowed to fail it (see `ResourceChannel.diagnostics`).
 """
 
 from __future__ import annotations
@@ -35,13 +38,17 @@ from .resource_channel import ResourceChannel
 
 @attrs.frozen
 class FinderPage:
-    """One page of the catalogue; `total_count` counts every match, before paging."""
+    """One page of the catalogue; `total_count` counts every match, before paging.
+    `complete` is False when documents still being read were left out (then
+    `server:update_finder` is announced once they are read)."""
 
     documents: list[DPEDocumentSummary]
     total_count: int
+    complete: bool = True
 
 
-def finder_channel(manager: ServerManager, timeout: float) -> ResourceChannel[CatalogueEntry]:
+def finder_channel(manager: ServerManager, timeout: float, wait: float) -> ResourceChannel[CatalogueEntry]:
+    """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
     return ResourceChannel(
         "finder",
         SCHEME,
@@ -49,6 +56,7 @@ def finder_channel(manager: ServerManager, timeout: float) -> ResourceChannel[Ca
         read=lambda server, uris: manager.read_resources(server, uris, timeout),
         check=_check_document_uri,
         value_of=lambda server, contents: catalogue_entry(document_summary(server, contents)),
+        wait=wait,
     )
 
 
@@ -78,6 +86,7 @@ def get_finder(
     offset: int = 0,
     limit: int = DEFAULT_FINDER_LIMIT,
 ) -> FinderPage:
-    catalogue = [entry.value for entry in channel.entries(servers)]
+    gathered = channel.entries(servers)
+    catalogue = [entry.value for entry in gathered.entries]
     page, total_count = organize_catalogue(catalogue, keywords, file_type, history, offset, limit)
-    return FinderPage(documents=page, total_count=total_count)
+    return FinderPage(documents=page, total_count=total_count, complete=gathered.complete)

@@ -25,6 +25,9 @@ class ServerPolicy:
     stable_after: float = attrs.field(default=10.0, validator=[ge(0)])
     #: How long stopping may take (closing the session, terminating a stdio child).
     stop_timeout: float = attrs.field(default=10.0, validator=_positive)
+    #: How long a Desktop / Finder request waits for resources still being read in the
+    #: background (a cold catalogue) before answering with those read so far.
+    cold_wait: float = attrs.field(default=5.0, validator=[ge(0)])
 
     def backoff(self, attempt: int) -> float:
         return min(self.backoff_max, self.backoff_initial * (2 ** min(attempt, 30)))

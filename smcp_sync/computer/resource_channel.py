@@ -5,23 +5,30 @@ server owns a URI host.
 Desktop and Finder are one mechanism (DESIGN §2); a channel is parameterised by its
 scheme, by how one listed resource becomes a value (a window's contents, a document's
 Level 1 summary) and by the event that announces its changes. `ResourceWatch` keeps the
-listings current; a channel reads values on demand, through its `UriCache`, so a value
-is read once and then served from the cache until a change notice drops it. The values
-a server's listing is missing are read in one batch (`ServerManager.read_resources`):
-a cold Finder of thousands of documents must not cost one round trip per document.
+listings current and drives the background warm-up (`warm`, on the `Warmer` thread):
+every listed resource the Computer can subscribe to is subscribed to and read once,
+in batches (`ServerManager.read_resources`), then served from the `UriCache` until a
+change notice drops it and queues it to be read again.
+
+Why warm in the background: a cold Finder of thousands of documents takes longer to read
+than the Server waits for an answer. A reader (`entries`) waits at most `wait` seconds
+for the warm-up, then answers with what is read and says it is not `complete`; the
+cache then owes the office the channel's update event, sent once the rest is read. What
+cannot be cached (a server without subscriptions) is read on demand, as before.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Callable, Generic, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
 
 from ..protocol.errors import SMCPError, SMCPTimeoutError
-from .uri_cache import UriCache
+from .uri_cache import Ticket, UriCache
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +40,8 @@ ReadMany = Callable[[str, Sequence[str]], Sequence[Any]]
 Check = Callable[[str], object]
 #: A read resource's value: ``value_of(server, contents) -> value``; raises `SMCPError`.
 ValueOf = Callable[[str, Any], V]
+#: Subscribes to resources: ``subscribe(server, uris) -> the URIs the server accepted``.
+Subscribe = Callable[[str, Sequence[str]], "set[str]"]
 
 
 def scheme_and_host(uri: str) -> tuple[str, str] | None:
@@ -53,6 +62,24 @@ class Entry(Generic[V]):
 
 
 @attrs.frozen
+class Gathered(Generic[V]):
+    """What a reader gets: the entries, and whether any were left out because they were
+    still being read in the background (then the channel's update event follows)."""
+
+    entries: list[Entry[V]]
+    complete: bool = True
+
+
+@attrs.frozen
+class WarmStep:
+    """One step of the warm-up of a server: whether there was anything to do, and whether
+    the channel now owes the office its update event."""
+
+    worked: bool
+    announce: bool = False
+
+
+@attrs.frozen
 class _Unreadable:
     """A listed resource that could not be turned into a value, and why."""
 
@@ -63,15 +90,24 @@ class _Unreadable:
 
 class ResourceChannel(Generic[V]):
     def __init__(
-        self, name: str, scheme: str, update_event: str, read: ReadMany, check: Check, value_of: ValueOf[V]
+        self,
+        name: str,
+        scheme: str,
+        update_event: str,
+        read: ReadMany,
+        check: Check,
+        value_of: ValueOf[V],
+        wait: float = 0.0,
     ) -> None:
         self.name = name
         self.scheme = scheme
         self.update_event = update_event
         self.cache = UriCache()
-        self._read = read
+        self._read_many = read
         self._check = check
         self._value_of = value_of
+        #: Seconds a reader waits for values the warm-up is still reading.
+        self.wait = wait
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
 
@@ -82,16 +118,40 @@ class ResourceChannel(Generic[V]):
         found = scheme_and_host(uri)
         return found is not None and found[0] == self.scheme
 
-    def entries(self, servers: Sequence[str], uri: str | None = None) -> list[Entry[V]]:
+    def entries(self, servers: Sequence[str], uri: str | None = None) -> Gathered[V]:
         """The values of the URIs `servers` list (server order, then listing order), or of
         the listed `uri` alone. A resource that cannot be read is left out (logged, and
-        reported by `diagnostics` while the failure is cached)."""
+        reported by `diagnostics` while the failure is cached); so is one the warm-up has
+        not read within `wait` seconds (then the result is not `complete`)."""
+        started = time.monotonic()
+        listed = {server: [u for u in self.cache.uris(server) if uri is None or u == uri] for server in servers}
+        read_now = {server: self._read_unwarmed(server, uris) for server, uris in listed.items()}
+        complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started))
         found: list[Entry[V]] = []
-        for server in servers:
-            listed = [u for u in self.cache.uris(server) if uri is None or u == uri]
-            values = self._values(server, listed)
-            found.extend(Entry(server, u, values[u]) for u in listed if not isinstance(values[u], _Unreadable))
-        return found
+        for server, uris in listed.items():
+            values = {**read_now[server], **self.cache.cached(server)[0]}
+            found.extend(
+                Entry(server, u, values[u]) for u in uris if u in values and not isinstance(values[u], _Unreadable)
+            )
+        return Gathered(found, complete)
+
+    def warm(self, server: str, subscribe: Subscribe, limit: int) -> WarmStep:
+        """Subscribe to and read (then cache) up to `limit` of the URIs `server` has
+        waiting for the warm-up. A URI whose subscription is refused is not read: it
+        could not be cached, so readers read it on demand."""
+        batch = self.cache.take_warming(server, limit)
+        if batch is None:
+            return WarmStep(worked=False)
+        try:
+            accepted = subscribe(server, batch.unsubscribed) if batch.unsubscribed else set()
+            self.cache.subscribed(server, batch.generation, accepted)
+            ticket = self.cache.ticket(server)  # after subscribing: a change from now on is heard
+            if ticket is not None and ticket.generation == batch.generation:
+                refused = set(batch.unsubscribed) - accepted
+                self._read(server, [u for u in batch.uris if u not in refused], ticket)
+        finally:
+            announce = self.cache.finish(server, batch.generation, batch.uris)
+        return WarmStep(worked=True, announce=announce)
 
     def owner_of(self, host: str, servers: Sequence[str]) -> str | None:
         """The first of `servers` (configuration order) that lists a URI on `host`; a host
@@ -109,26 +169,36 @@ class ResourceChannel(Generic[V]):
         return owners[0] if owners else None
 
     def diagnostics(self) -> list[str]:
-        return [
+        left_out = [
             f"{self.name}: {uri} of MCP server {server!r} is left out: {value.reason}"
             for server, uri, value in self.cache.cached_values()
             if isinstance(value, _Unreadable)
         ]
+        warming = [
+            f"{self.name}: MCP server {server!r}: {left} of {listed} {self.scheme}:// resources are still being read"
+            for server, left, listed in self.cache.progress()
+        ]
+        return left_out + warming
 
-    def _values(self, server: str, uris: Sequence[str]) -> dict[str, V | _Unreadable]:
-        """The value of each of `uris`: cached, or read (all the missing ones at once) and cached."""
-        values, ticket = self.cache.cached(server)
+    def _read_unwarmed(self, server: str, uris: Sequence[str]) -> dict[str, V | _Unreadable]:
+        """Read (and cache if cacheable) those of `uris` that have no value and that the
+        warm-up is not reading: values that cannot be cached, or whose read failed."""
+        missing, ticket = self.cache.unread(server, uris)
+        return self._read(server, missing, ticket)
+
+    def _read(self, server: str, uris: Sequence[str], ticket: Ticket | None) -> dict[str, V | _Unreadable]:
+        """The value of each of `uris`, read all at once; cached unless they changed since
+        `ticket` (None: not at all). A timeout is not cached: it may answer next time."""
         fresh: dict[str, V | _Unreadable] = {}
         to_read = []
         for uri in uris:
-            if uri not in values:
-                try:
-                    self._check(uri)
-                except SMCPError as exc:
-                    fresh[uri] = self._unreadable(server, uri, exc)
-                else:
-                    to_read.append(uri)
-        for uri, contents in zip(to_read, self._read(server, to_read) if to_read else ()):
+            try:
+                self._check(uri)
+            except SMCPError as exc:
+                fresh[uri] = self._unreadable(server, uri, exc)
+            else:
+                to_read.append(uri)
+        for uri, contents in zip(to_read, self._read_many(server, to_read) if to_read else ()):
             try:
                 if isinstance(contents, SMCPError):
                     raise contents
@@ -138,7 +208,7 @@ class ResourceChannel(Generic[V]):
         lasting = {u: v for u, v in fresh.items() if not (isinstance(v, _Unreadable) and v.transient)}
         if ticket is not None and lasting:
             self.cache.store(server, lasting, ticket)
-        return {**values, **fresh}
+        return fresh
 
     def _unreadable(self, server: str, uri: str, exc: SMCPError) -> _Unreadable:
         log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)

@@ -2,13 +2,21 @@
 spec/finder.md "变化检测").
 
 * A running server with the `resources` capability is enumerated (every page of
-  `resources/list`) once per session; each of its channel URIs is subscribed to when it
-  declares `resources.subscribe`; each channel gets the URIs of its scheme.
+  `resources/list`) once per session; each channel gets the URIs of its scheme. When the
+  server declares `resources.subscribe`, the `Warmer` then subscribes to each of them
+  and reads it into the channel's cache, in the background.
 * `resources/list_changed` → list again and compare each channel's URI set: a channel
   whose set did not change is not announced. `resources/updated` for a channel's scheme →
-  that channel changed (its cached value dropped), no comparison needed.
+  that channel changed (its cached value dropped and read again in the background), no
+  comparison needed.
 * A server that stops, crashes or is removed leaves the channels (a change if it had URIs).
-* Changes reach the office through a `Debouncer`: one announcement per channel per burst.
+* Changes reach the office through a `Debouncer`: one announcement per channel per burst;
+  so does the announcement a channel owes for an answer given before it was warm.
+
+Why subscriptions are not awaited: listing is one request per server, subscribing is one
+per URI (10,000 for a big catalogue); a value is cached only once its subscription is
+accepted and read after that, so nothing can go stale meanwhile, and a Computer can join
+its office as soon as its servers are listed.
 
 Runs on the Computer's event thread (never on the loop, so blocking MCP requests are fine
 here), and on a reader's thread (`current_servers`), so that a `get_finder` right after a
@@ -28,6 +36,7 @@ from .debounce import Debouncer
 from .manager import ServerManager
 from .resource_channel import ResourceChannel
 from .status import ServerEvent, ServerStatus
+from .warmer import Warmer
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +68,17 @@ class ResourceWatch:
         self._timeout = timeout
         max_delay = max(debounce, MAX_ANNOUNCE_DELAY)
         self._debouncer = Debouncer(name, lambda channel: announce(channel.update_event), debounce, max_delay)
+        self._warmer = Warmer(name, self._subscribe, self._debouncer.trigger)
         self._locks_guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._known: dict[str, int] = {}  # server -> generation the channels hold the listing of
-        self._subscribed: dict[str, set[str]] = {}  # server -> URIs subscribed in that generation
 
     def start(self) -> None:
         self._debouncer.start()
+        self._warmer.start()
 
     def stop(self, timeout: float) -> None:
+        self._warmer.stop(timeout)
         self._debouncer.stop(timeout)
 
     def discard_pending(self) -> None:
@@ -106,6 +117,7 @@ class ResourceWatch:
             if channel.accepts(uri):
                 channel.cache.invalidate(server, uri)
                 self._debouncer.trigger(channel)
+                self._warmer.wake(channel, server)
 
     def _sync(self, server: str, relist: bool) -> None:
         lock = self._lock_for(server)
@@ -125,42 +137,38 @@ class ResourceWatch:
             lock.release()
 
     def _enumerate(self, server: str, status: ServerStatus) -> None:
-        new_session = self._known.get(server) != status.generation
         try:
             resources = self._manager.list_resources(server, self._timeout)
         except SMCPError as exc:
             log.warning("cannot list the resources of MCP server %r: %s", server, exc.message)
-            if new_session:
+            if self._known.get(server) != status.generation:
                 self._forget(server)
             return
-        listed = {resource.uri for resource in resources}
-        subscribed = set() if new_session else self._subscribed.get(server, set()) & listed
         can_subscribe = status.capabilities is not None and status.capabilities.resources_subscribe
         for channel in self._channels:
             uris = [resource.uri for resource in resources if channel.accepts(resource.uri)]
-            if can_subscribe:
-                subscribed |= self._subscribe(server, [uri for uri in uris if uri not in subscribed])
-            if channel.cache.replace(server, status.generation, uris, subscribed):
+            if channel.cache.replace(server, status.generation, uris, subscribable=can_subscribe):
                 log.info("%s: MCP server %r lists %d %s:// URIs now", channel.name, server, len(uris), channel.scheme)
                 self._debouncer.trigger(channel)
             else:
                 log.debug("%s: the %s:// URIs of MCP server %r did not change", channel.name, channel.scheme, server)
-        self._subscribed[server] = subscribed
+            if can_subscribe:
+                self._warmer.wake(channel, server)
         self._known[server] = status.generation
 
-    def _subscribe(self, server: str, uris: list[str]) -> set[str]:
+    def _subscribe(self, server: str, uris: Sequence[str]) -> set[str]:
         """The URIs of `uris` the server accepted a subscription to (asked all at once)."""
-        accepted = set()
-        for uri, failure in zip(uris, self._manager.subscribe_resources(server, uris, self._timeout)):
-            if failure is None:
-                accepted.add(uri)
-            else:
-                log.warning("MCP server %r refused a subscription to %s: %s", server, uri, failure.message)
-        return accepted
+        outcomes = self._manager.subscribe_resources(server, uris, self._timeout)
+        refused = [(uri, failure) for uri, failure in zip(uris, outcomes) if failure is not None]
+        if refused:
+            uri, failure = refused[0]
+            log.warning(
+                "MCP server %r refused %d subscription(s), e.g. to %s: %s", server, len(refused), uri, failure.message
+            )
+        return {uri for uri, failure in zip(uris, outcomes) if failure is None}
 
     def _forget(self, server: str) -> None:
         self._known.pop(server, None)
-        self._subscribed.pop(server, None)
         for channel in self._channels:
             if channel.cache.forget(server):
                 self._debouncer.trigger(channel)

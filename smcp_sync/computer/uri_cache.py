@@ -1,85 +1,145 @@
 """What the Computer remembers of one resource channel (Desktop or Finder): the URIs each
-MCP server lists, and what reading them gave (a window's contents, a document's summary).
+MCP server lists, what reading them gave (a window's contents, a document's summary),
+and which of them the background warm-up still has to read.
 
 Why one place with one lock: change detection is a comparison with what was seen before,
 and cached values must be dropped exactly when a change is detected, so "compare and
-replace" and "invalidate" are atomic here (DESIGN §2). The lock is held for dict
-operations only, never across I/O, and the bridge loop never takes it.
+replace", "invalidate and queue for a fresh read" and "answer, or promise to announce
+the rest" are each atomic here (DESIGN §2). The lock is held for dict operations only,
+never across I/O, so the warm-up and readers may wait on it without risk of deadlock.
 
 Values are cached only for URIs the Computer is subscribed to: for those the MCP server
 announces edits (`resources/updated`); any other value could go stale unnoticed, so it is
-read again each time. A value read while a change arrived is not stored (`Ticket`).
+read again each time. A value read while its URI changed is not stored (`Ticket`): each
+URI remembers when it last changed, so a storm on one document spoils no other read.
+
+The warm-up (`ResourceChannel.warm`) takes URIs to read with `take_warming` and reports
+them done with `finish`; a reader waits for them with `wait_warm`. When a reader had to
+answer before they were read, the cache owes the office an announcement, due once
+nothing is left to read (`finish` says when).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
 
 
 class Ticket(NamedTuple):
-    """Identifies the cache state a read started from; `store` refuses a stale one."""
+    """Identifies the cache state a read started from; `store` refuses what changed since."""
 
     generation: int
     epoch: int
+
+
+class WarmBatch(NamedTuple):
+    """URIs taken for the background warm-up; `unsubscribed` of them need a subscription first."""
+
+    generation: int
+    uris: list[str]
+    unsubscribed: list[str]
 
 
 @attrs.define
 class _Listing:
     generation: int
     uris: tuple[str, ...]
-    cacheable: frozenset[str]
+    listed: frozenset[str]
+    #: URIs the Computer is subscribed to, in this session (only ever grows).
+    cacheable: set[str] = attrs.field(factory=set)
     values: dict[str, Any] = attrs.field(factory=dict)
-    #: Bumped on every invalidation, so a read that started before it cannot store.
+    #: Counts changes; a `Ticket` holds the count its read started at.
     epoch: int = 0
+    #: When each URI last changed (invalidated or newly subscribed to).
+    changed_at: dict[str, int] = attrs.field(factory=dict)
+    #: When every value last changed (an unlisted URI of the server changed).
+    all_changed_at: int = 0
+    #: In order: URIs the warm-up is to read (subscribing first if need be).
+    warming: dict[str, None] = attrs.field(factory=dict)
+    #: Taken by the warm-up and not finished yet.
+    reading: set[str] = attrs.field(factory=set)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.warming or self.reading)
+
+    def warm_all(self, uris: Iterable[str]) -> None:
+        self.warming.update((uri, None) for uri in uris if uri not in self.values and uri not in self.reading)
 
 
 class UriCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._listings: dict[str, _Listing] = {}
+        #: A reader answered without values still being read: announce once they are.
+        self._owed = False
 
-    def replace(self, server: str, generation: int, uris: Sequence[str], cacheable: Iterable[str] = ()) -> bool:
+    def replace(self, server: str, generation: int, uris: Sequence[str], subscribable: bool = False) -> bool:
         """Record `server`'s current listing; True when its URI set differs from the last
         one (a server seen for the first time counts when it lists any URI). A new
-        `generation` (a new MCP session) drops every cached value of the server."""
+        `generation` (a new MCP session) drops every cached value and subscription of the
+        server. When the server takes subscriptions, every listed URI without a value is
+        queued for the warm-up."""
         uris = tuple(dict.fromkeys(uris))
         with self._lock:
             old = self._listings.get(server)
             changed = set(uris) != set(old.uris if old is not None else ())
-            listing = _Listing(generation, uris, frozenset(cacheable) & set(uris))
+            listing = _Listing(generation, uris, frozenset(uris))
             if old is not None and old.generation == generation:
+                listing.cacheable = old.cacheable & listing.listed
                 listing.values = {u: v for u, v in old.values.items() if u in listing.cacheable}
-                listing.epoch = old.epoch + 1
+                listing.epoch, listing.changed_at = old.epoch, old.changed_at
+                listing.all_changed_at, listing.reading = old.all_changed_at, old.reading
+            if subscribable:
+                listing.warm_all(uris)
             self._listings[server] = listing
+            self._changed.notify_all()
             return changed
 
     def forget(self, server: str) -> bool:
         """Drop everything of `server` (stopped, crashed, removed); True if it listed URIs."""
         with self._lock:
             old = self._listings.pop(server, None)
+            self._changed.notify_all()
             return old is not None and bool(old.uris)
 
     def invalidate(self, server: str, uri: str) -> None:
         """`uri` of `server` changed: drop its cached value, or every value of the server
         when `uri` is not one it lists (a page of a document, the catalogue: which listed
-        value depends on it is the server's business)."""
+        value depends on it is the server's business). What was dropped is queued for
+        the warm-up to read again."""
         with self._lock:
             listing = self._listings.get(server)
             if listing is None:
                 return
             listing.epoch += 1
-            if uri in listing.uris:
+            if uri in listing.listed:
                 listing.values.pop(uri, None)
+                listing.changed_at[uri] = listing.epoch
+                dropped: Iterable[str] = (uri,) if uri in listing.cacheable else ()
             else:
                 listing.values.clear()
+                listing.all_changed_at = listing.epoch
+                dropped = (u for u in listing.uris if u in listing.cacheable)
+            listing.warming.update((u, None) for u in dropped)
+            self._changed.notify_all()
 
-    def generation(self, server: str) -> int | None:
+    def subscribed(self, server: str, generation: int, uris: Iterable[str]) -> None:
+        """The Computer is now subscribed to `uris` of `server` (in session `generation`):
+        their values may be cached, but not from a read that started before."""
         with self._lock:
             listing = self._listings.get(server)
-            return None if listing is None else listing.generation
+            if listing is None or listing.generation != generation:
+                return
+            listing.epoch += 1
+            for uri in listing.listed.intersection(uris):
+                listing.cacheable.add(uri)
+                listing.changed_at[uri] = listing.epoch
 
     def uris(self, server: str) -> tuple[str, ...]:
         with self._lock:
@@ -95,14 +155,100 @@ class UriCache:
                 return {}, None
             return dict(listing.values), Ticket(listing.generation, listing.epoch)
 
-    def store(self, server: str, values: Mapping[str, Any], ticket: Ticket) -> bool:
-        """Cache the cacheable `values` (by URI) unless the server changed since `ticket`."""
+    def ticket(self, server: str) -> Ticket | None:
         with self._lock:
             listing = self._listings.get(server)
-            if listing is None or Ticket(listing.generation, listing.epoch) != ticket:
+            return None if listing is None else Ticket(listing.generation, listing.epoch)
+
+    def unread(self, server: str, uris: Iterable[str]) -> tuple[list[str], Ticket | None]:
+        """(those of `uris` with no cached value that the warm-up is not reading either,
+        ticket for `store`); ([], None) when `server` is unknown."""
+        with self._lock:
+            listing = self._listings.get(server)
+            if listing is None:
+                return [], None
+            missing = [
+                uri
+                for uri in uris
+                if uri not in listing.values and uri not in listing.warming and uri not in listing.reading
+            ]
+            return missing, Ticket(listing.generation, listing.epoch)
+
+    def store(self, server: str, values: Mapping[str, Any], ticket: Ticket) -> bool:
+        """Cache the cacheable `values` (by URI) that did not change since `ticket`; True
+        if every one of them was kept."""
+        with self._lock:
+            listing = self._listings.get(server)
+            if listing is None or listing.generation != ticket.generation or listing.all_changed_at > ticket.epoch:
                 return False
-            listing.values.update((uri, value) for uri, value in values.items() if uri in listing.cacheable)
+            kept = {
+                uri: value
+                for uri, value in values.items()
+                if uri in listing.cacheable and listing.changed_at.get(uri, 0) <= ticket.epoch
+            }
+            listing.values.update(kept)
+            self._changed.notify_all()
+            return len(kept) == len(values)
+
+    def take_warming(self, server: str, limit: int) -> WarmBatch | None:
+        """Up to `limit` URIs for the warm-up to read (None: nothing to do), marked as being
+        read until `finish`."""
+        with self._lock:
+            listing = self._listings.get(server)
+            if listing is None or not listing.warming:
+                return None
+            taken = list(itertools.islice(listing.warming, limit))
+            for uri in taken:
+                del listing.warming[uri]
+            listing.reading.update(taken)
+            unsubscribed = [uri for uri in taken if uri not in listing.cacheable]
+            return WarmBatch(listing.generation, taken, unsubscribed)
+
+    def finish(self, server: str, generation: int, uris: Iterable[str]) -> bool:
+        """The warm-up is done with `uris` (read and stored, or given up); True when this
+        leaves nothing to read and an announcement is owed (which is then settled)."""
+        with self._lock:
+            listing = self._listings.get(server)
+            if listing is not None and listing.generation == generation:
+                listing.reading.difference_update(uris)
+            self._changed.notify_all()
+            due = self._owed and not any(listing.pending for listing in self._listings.values())
+            if due:
+                self._owed = False
+            return due
+
+    def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float) -> bool:
+        """Wait up to `timeout` seconds until the warm-up has nothing left to read of
+        `servers` (of `uri` alone, if given); True if so. False means the caller answers
+        without those values, and an announcement is owed for when they are read."""
+
+        def settled() -> bool:
+            for server in servers:
+                listing = self._listings.get(server)
+                if listing is not None and (
+                    listing.pending if uri is None else uri in listing.warming or uri in listing.reading
+                ):
+                    return False
             return True
+
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not settled():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._owed = True
+                    return False
+                self._changed.wait(remaining)
+            return True
+
+    def progress(self) -> list[tuple[str, int, int]]:
+        """(server, URIs still to read, URIs listed) of each server the warm-up is busy with."""
+        with self._lock:
+            return [
+                (server, len(listing.warming) + len(listing.reading), len(listing.uris))
+                for server, listing in self._listings.items()
+                if listing.pending
+            ]
 
     def cached_values(self) -> list[tuple[str, str, Any]]:
         """Every cached (server, uri, value)."""

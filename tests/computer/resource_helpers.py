@@ -25,6 +25,7 @@ QUICK = 0.05
 QUIET = 0.5
 
 UNSUBSCRIBABLE_SERVER = os.path.join(os.path.dirname(__file__), "servers", "unsubscribable_server.py")
+SLOW_CATALOGUE_SERVER = os.path.join(os.path.dirname(__file__), "servers", "slow_catalogue_server.py")
 DOCUMENTS_SERVER = "smcp_sync.demo.servers.documents_server"
 WINDOW_SERVER = "smcp_sync.demo.servers.window_server"
 
@@ -76,6 +77,14 @@ def resource_config(
 def unsubscribable_config(name: str, state: Path, resources: list[dict[str, Any]]) -> dict[str, Any]:
     write_state(state, resources)
     return stdio_config(name, "--state", str(state), script=UNSUBSCRIBABLE_SERVER)
+
+
+def slow_catalogue_config(
+    name: str, host: str, documents: int, read_delay: float, subscribe_delay: float = 0.0
+) -> dict[str, Any]:
+    """A slow_catalogue_server of `documents` documents ``dpe://<host>/doc-NNN``."""
+    args = ["--host-id", host, "--documents", str(documents), "--read-delay", str(read_delay)]
+    return stdio_config(name, *args, "--subscribe-delay", str(subscribe_delay), script=SLOW_CATALOGUE_SERVER)
 
 
 def module_config(name: str, module: str, *args: str) -> dict[str, Any]:

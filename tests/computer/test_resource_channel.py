@@ -58,13 +58,14 @@ def test_a_listing_is_a_change_only_when_its_uri_set_differs() -> None:
     assert cache.replace("t", 1, []) is False and cache.forget("t") is False
 
 
-def test_values_are_kept_only_for_cacheable_uris_and_dropped_by_changes() -> None:
+def test_values_are_kept_only_for_subscribed_uris_and_dropped_by_changes() -> None:
     cache = UriCache()
-    cache.replace("s", 1, ["a", "b", "c"], cacheable=["a", "b", "elsewhere"])
+    cache.replace("s", 1, ["a", "b", "c"])
+    cache.subscribed("s", 1, ["a", "b", "elsewhere"])
     values, ticket = cache.cached("s")
     assert values == {} and ticket is not None
-    assert cache.store("s", {uri: uri.upper() for uri in "abc"}, ticket) is True
-    assert cache.cached("s")[0] == {"a": "A", "b": "B"}  # c: nobody would say it changed
+    assert cache.store("s", {uri: uri.upper() for uri in "abc"}, ticket) is False  # not all kept...
+    assert cache.cached("s")[0] == {"a": "A", "b": "B"}  # ...c: nobody would say it changed
 
     cache.invalidate("s", "a")  # a listed URI: only its value goes
     assert cache.cached("s")[0] == {"b": "B"}
@@ -73,14 +74,81 @@ def test_values_are_kept_only_for_cacheable_uris_and_dropped_by_changes() -> Non
 
     _, ticket = cache.cached("s")
     cache.invalidate("s", "b")
-    assert cache.store("s", {"a": "stale?"}, ticket) is False  # read while a change arrived: not kept
+    assert cache.store("s", {"b": "stale?", "a": "A"}, ticket) is False  # b changed during the read...
+    assert cache.cached("s")[0] == {"a": "A"}  # ...a did not: one notice spoils no other read
+
+    _, ticket = cache.cached("s")
+    cache.invalidate("s", "a/pages/1")
+    assert cache.store("s", {"b": "B"}, ticket) is False and cache.cached("s")[0] == {}  # everything changed
 
     _, ticket = cache.cached("s")
     assert cache.store("s", {"a": "A"}, ticket) is True
-    assert cache.replace("s", 1, ["a", "b"], cacheable=["a"]) is True and cache.cached("s")[0] == {"a": "A"}
-    assert cache.replace("s", 2, ["a", "b"], cacheable=["a"]) is False  # a new session...
-    assert cache.cached("s")[0] == {}  # ...may serve anything: values start over
+    assert cache.replace("s", 1, ["a", "b"]) is True and cache.cached("s")[0] == {"a": "A"}
+    assert cache.replace("s", 2, ["a", "b"]) is False  # a new session...
+    assert cache.cached("s")[0] == {}  # ...may serve anything: values and subscriptions start over
+    assert cache.store("s", {"a": "A"}, cache.cached("s")[1]) is False
     assert cache.cached("ghost") == ({}, None)
+
+
+def test_a_read_that_started_before_its_subscription_is_not_kept() -> None:
+    cache = UriCache()
+    cache.replace("s", 1, ["a"])
+    _, before = cache.cached("s")
+    cache.subscribed("s", 1, ["a"])
+    assert cache.store("s", {"a": "read before anyone listened"}, before) is False
+    cache.subscribed("s", 0, ["a"])  # an old session's subscription counts for nothing
+    assert cache.store("s", {"a": "A"}, cache.cached("s")[1]) is True
+
+
+def test_the_warm_up_queue_follows_listings_changes_and_subscriptions() -> None:
+    cache = UriCache()
+    cache.replace("plain", 1, ["x"])  # no subscriptions: nothing to warm, read on demand
+    assert cache.take_warming("plain", 10) is None and cache.unread("plain", ["x"])[0] == ["x"]
+
+    cache.replace("s", 1, ["a", "b", "c"], subscribable=True)
+    assert cache.unread("s", ["a", "b", "c"])[0] == []  # the warm-up reads them: readers do not
+    assert cache.progress() == [("s", 3, 3)]
+    first = cache.take_warming("s", 2)
+    assert first is not None and (first.uris, first.unsubscribed) == (["a", "b"], ["a", "b"])
+    cache.subscribed("s", 1, ["a", "b"])
+    assert cache.store("s", {"a": "A"}, cache.cached("s")[1]) is True
+    assert cache.finish("s", 1, first.uris) is False  # nothing owed
+    assert cache.unread("s", ["a", "b", "c"])[0] == ["b"]  # b was not read: a reader reads it
+    assert cache.progress() == [("s", 1, 3)]
+
+    cache.invalidate("s", "a")  # read again in the background...
+    second = cache.take_warming("s", 10)
+    assert second is not None and (second.uris, second.unsubscribed) == (["c", "a"], ["c"])
+    cache.finish("s", 1, second.uris)
+    cache.invalidate("s", "unlisted")  # ...every subscribed URI
+    assert cache.take_warming("s", 10) == (1, ["a", "b"], [])
+    cache.replace("s", 2, ["a", "b", "c"], subscribable=True)  # new session: all again
+    assert cache.take_warming("s", 10) == (2, ["a", "b", "c"], ["a", "b", "c"])
+
+
+def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_not() -> None:
+    cache = UriCache()
+    cache.replace("s", 1, ["a", "b"], subscribable=True)
+    cache.replace("idle", 1, ["z"])
+    assert cache.wait_warm(["idle"], None, 0) is True  # nothing to wait for
+    started = time.monotonic()
+    assert cache.wait_warm(["s"], None, 0.2) is False and 0.2 <= time.monotonic() - started < 1.0
+    batch = cache.take_warming("s", 1)
+    assert batch is not None and cache.finish("s", 1, batch.uris) is False  # b is still to read
+    assert cache.wait_warm(["s"], "a", 0) is True  # a alone is done
+    rest = cache.take_warming("s", 10)
+    assert rest is not None
+    due: list[bool] = []
+    finisher = threading.Timer(0.1, lambda: due.append(cache.finish("s", 1, rest.uris)))
+    finisher.start()
+    assert cache.wait_warm(["s"], None, 5.0) is True  # woken by the finish, not by the timeout
+    finisher.join()
+    assert due == [True]  # the announcement owed since the first wait came due with it
+    cache.replace("s", 1, ["a", "b", "c"], subscribable=True)
+    assert cache.wait_warm(["s"], "c", 0) is False
+    last = cache.take_warming("s", 10)
+    assert last is not None and cache.finish("s", 1, last.uris) is True
+    assert cache.finish("s", 1, []) is False  # settled once
 
 
 # -- the debouncer ------------------------------------------------------------------------

@@ -63,13 +63,16 @@ NO_RECONNECT = ReconnectPolicy(enabled=False)
 
 
 @contextlib.contextmanager
-def office(servers: list[dict[str, Any]], **agent_options: Any) -> Iterator[tuple[Computer, Agent]]:
-    """A real Server (in-thread), a Computer "c1" hosting `servers` and an Agent "a1"
-    (with `agent_options`) in one office; everything stopped on exit."""
+def office(
+    servers: list[dict[str, Any]], computer_options: dict[str, Any] | None = None, **agent_options: Any
+) -> Iterator[tuple[Computer, Agent]]:
+    """A real Server (in-thread), a Computer "c1" hosting `servers` (with
+    `computer_options`) and an Agent "a1" (with `agent_options`) in one office;
+    everything stopped on exit."""
     smcp = SMCPServer()
     url = smcp.start()
     try:
-        with Computer("c1", servers, reconnect=NO_RECONNECT) as computer:
+        with Computer("c1", servers, reconnect=NO_RECONNECT, **(computer_options or {})) as computer:
             computer.connect(url, OFFICE, timeout=30)
             with Agent("a1", reconnect=NO_RECONNECT, **agent_options) as agent:
                 agent.connect(url, timeout=10)
