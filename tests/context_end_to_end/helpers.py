@@ -20,12 +20,9 @@ from smcp_sync.agent import Agent
 from smcp_sync.computer import Computer
 from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.demo import SAMPLE_DOCUMENTS
-from smcp_sync.server import SMCPServer
 
-try:
-    from tests.mcp_servers import RESOURCE_SERVER, write_state
-except ImportError:  # tests/ itself is on sys.path
-    from mcp_servers import RESOURCE_SERVER, write_state
+from mcp_servers import RESOURCE_SERVER, write_state
+from office_parts import connected_computer, joined_agent, serving
 
 OFFICE = "office-context"
 DOCS_HOST = "com.example.docs"
@@ -69,17 +66,14 @@ def office(
     """A real Server (in-thread), a Computer "c1" hosting `servers` (with
     `computer_options`) and an Agent "a1" (with `agent_options`) in one office;
     everything stopped on exit."""
-    smcp = SMCPServer()
-    url = smcp.start()
-    try:
-        with Computer("c1", servers, reconnect=NO_RECONNECT, **(computer_options or {})) as computer:
-            computer.connect(url, OFFICE, timeout=30)
-            with Agent("a1", reconnect=NO_RECONNECT, **agent_options) as agent:
-                agent.connect(url, timeout=10)
-                agent.join_office(OFFICE, timeout=10)
-                yield computer, agent
-    finally:
-        smcp.stop()
+    with (
+        serving() as smcp,
+        connected_computer(
+            "c1", servers, smcp.url, OFFICE, timeout=30, reconnect=NO_RECONNECT, **(computer_options or {})
+        ) as computer,
+        joined_agent("a1", smcp.url, OFFICE, timeout=10, reconnect=NO_RECONNECT, **agent_options) as agent,
+    ):
+        yield computer, agent
 
 
 def doc_ref(relative_path: str, slug: str) -> str:

@@ -1,0 +1,42 @@
+"""The real parts of an office, each a context manager that closes what it started: a
+Server serving on loopback, a Computer connected to an office, an Agent that has joined one.
+
+Why: fixtures, test bodies and exit stacks (`stack.enter_context(...)`) across the suite
+start these the same way; this is that one way. Options go to the constructors unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+from smcp_sync import Agent, Computer, SMCPServer
+
+__all__ = ["connected_computer", "joined_agent", "serving"]
+
+
+@contextlib.contextmanager
+def serving(port: int = 0, **options: Any) -> Iterator[SMCPServer]:
+    """An `SMCPServer(**options)` serving on 127.0.0.1:`port` (0: an ephemeral port); see `.url`."""
+    with SMCPServer(**options) as server:
+        server.start(port=port)
+        yield server
+
+
+@contextlib.contextmanager
+def connected_computer(
+    name: str, servers: list[dict[str, Any]], url: str, office_id: str, *, timeout: float, **options: Any
+) -> Iterator[Computer]:
+    """A started `Computer(name, servers, **options)` that has joined `office_id` at `url`."""
+    with Computer(name, servers, **options) as computer:
+        computer.connect(url, office_id, timeout=timeout)
+        yield computer
+
+
+@contextlib.contextmanager
+def joined_agent(name: str, url: str, office_id: str, *, timeout: float, **options: Any) -> Iterator[Agent]:
+    """An `Agent(name, **options)` connected to `url` that has joined `office_id`."""
+    with Agent(name, **options) as agent:
+        agent.connect(url, timeout=timeout)
+        agent.join_office(office_id, timeout=timeout)
+        yield agent
