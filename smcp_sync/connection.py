@@ -30,10 +30,12 @@ Decisions (DESIGN §2, §3, §7):
   ~1 ms, and the server sees the disconnect within a few ms. Nothing is lost that the
   library did not already race away (it closes the socket while its writer thread may
   still be flushing).
-* Incoming messages (events and acks) are handled on a pool of reused threads owned by
-  the connection (`WorkerPool`), not on a new thread each as python-socketio does: a new
-  thread per message doubled a tool call's latency on a loaded machine
-  (benchmarks/README.md, Findings 1). `close()` stops the pool.
+* Fewer thread hand-offs per message, each of which costs a wake-up and, on a loaded
+  machine, a scheduling delay (benchmarks/README.md, Findings 1 and 5): incoming events
+  are handled on a pool of reused threads owned by the connection (`WorkerPool`), not on
+  a new thread each as python-socketio does; incoming acks are resolved on the reader
+  thread; outgoing messages are written by the sending thread, not handed to a writer
+  thread (`_PooledEngineIOClient`). `close()` stops the pool.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 import engineio.exceptions
+import engineio.packet
 import socketio
 import socketio.exceptions
 import websocket
@@ -64,6 +67,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Seconds `join_office` / `leave_office` wait for the Server's ack by default.
 DEFAULT_JOIN_TIMEOUT = 10.0
+#: Seconds `emit` waits for a message another thread is writing to be written.
+DEFAULT_EMIT_TIMEOUT = 10.0
 #: Seconds `close` waits for the client's threads by default.
 DEFAULT_CLOSE_TIMEOUT = 5.0
 #: How often `close` sets the abort flag of a reconnect task that is just starting.
@@ -124,7 +129,19 @@ class _PromptCloseWebSocket(websocket.WebSocket):
 
 
 class _PooledEngineIOClient(engineio.Client):
-    """Runs each incoming message's handler on `pool` instead of a new thread."""
+    """Engine.IO client with fewer thread hand-offs per message (module doc).
+
+    Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
+    caller waiting for it: `_PendingRequest.resolve`); other messages run on `pool`
+    instead of a new thread each. Outgoing: a message is written to the websocket by the
+    thread that sends it instead of through the library's queue and writer thread;
+    control packets (pong, close) keep that path, and with it the writer's keep-alive
+    (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
+    concurrent writes safe. A write blocks only while the Server reads nothing (its socket
+    buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
+    after which the connection counts as lost), as the writer thread's would; other
+    senders wait for it within their own timeouts (`Connection._send`).
+    """
 
     def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -132,9 +149,38 @@ class _PooledEngineIOClient(engineio.Client):
 
     def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
         if run_async and event == "message" and event in self.handlers:
+            if _is_ack(args[0]):
+                return super()._trigger_event(event, *args, run_async=False, **kwargs)
             self._message_pool.submit(self.handlers[event], *args)
             return None
         return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
+
+    def _send_packet(self, pkt: engineio.packet.Packet) -> None:
+        ws = self.ws
+        if pkt.packet_type != engineio.packet.MESSAGE or self.current_transport != "websocket" or not self._writing(ws):
+            super()._send_packet(pkt)
+            return
+        if self.state != "connected":
+            return  # what the library does too: the disconnect fails pending requests
+        try:
+            if pkt.binary:
+                ws.send_binary(pkt.encode())
+            else:
+                ws.send(pkt.encode())
+        except (websocket.WebSocketException, OSError) as exc:
+            # The reader sees the same broken socket and reports the disconnect, which
+            # fails every pending request at once.
+            logger.warning("could not send a message, the connection is closing: %s", exc)
+
+    def _writing(self, ws: websocket.WebSocket | None) -> bool:
+        """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
+        previous one and the writer thread not started yet; it sends what was queued."""
+        return ws is not None and self.write_loop_task is not None
+
+
+def _is_ack(message: Any) -> bool:
+    """A Socket.IO ACK packet (type 3) in text form, e.g. ``3/smcp,12[...]``."""
+    return isinstance(message, str) and message[:1] == "3"
 
 
 class _PooledClient(socketio.Client):
@@ -397,7 +443,7 @@ class Connection:
         with self._state_changed:
             if self._state != self._CONNECTED:
                 raise self._not_connected(f"cannot send {event}")
-        self._send(event, payload, callback=None)
+        self._send(event, payload, callback=None, timeout=DEFAULT_EMIT_TIMEOUT)
 
     def on(self, event: str, handler: Handler) -> None:
         """Handle `event` from the Server: `handler(payload)` runs on its own thread and
@@ -414,7 +460,7 @@ class Connection:
             self._wait_usable(event, deadline, wait_for_rejoin)
             self._pending.add(pending)
         try:
-            self._send(event, payload, callback=pending.resolve)
+            self._send(event, payload, callback=pending.resolve, timeout=deadline - time.monotonic())
             if not pending.done.wait(max(0.0, deadline - time.monotonic())):
                 raise SMCPTimeoutError(
                     f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
@@ -441,13 +487,21 @@ class Connection:
                 )
             self._state_changed.wait(remaining)
 
-    def _send(self, event: str, payload: Any, callback: Callable[..., None] | None) -> None:
+    def _send(self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float) -> None:
+        """Write the message (on this thread: `_PooledEngineIOClient`), after the one another
+        thread is writing; waiting for that is bounded by `timeout` (408)."""
         self._check_length(event, payload)
+        if not self._emit_lock.acquire(timeout=max(0.0, timeout)):
+            raise SMCPTimeoutError(
+                f"could not send {event} within {timeout:g}s: the connection is still writing another message",
+                details={"event": event, "timeout": timeout},
+            )
         try:
-            with self._emit_lock:
-                self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
+            self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
         except socketio.exceptions.BadNamespaceError:
             raise self._not_connected(f"cannot send {event}") from None
+        finally:
+            self._emit_lock.release()
 
     def _check_length(self, event: str, payload: Any) -> None:
         """400 for a message the Server would drop the connection over (`message_limit`)."""

@@ -233,6 +233,40 @@ def test_many_threads_each_get_their_own_answer(conn):
     assert all(answer == {"n": n} for n, answer in answers)
 
 
+@pytest.mark.timeout(20)
+def test_a_request_waiting_behind_a_write_that_does_not_end_times_out_with_408(conn):
+    # Messages are written by their sender; one stuck in a write (the Server reads
+    # nothing) holds the others back: they wait within their own timeout, not forever.
+    with conn._emit_lock:
+        started = time.monotonic()
+        with pytest.raises(SMCPTimeoutError, match="still writing another message"):
+            conn.call("test:echo", {}, timeout=0.3)
+        assert time.monotonic() - started < 2
+    assert conn.call("test:echo", {"after": True}, timeout=5) == {"after": True}
+
+
+@pytest.mark.timeout(30)
+def test_messages_written_directly_leave_the_writer_thread_its_keep_alive(no_leaks):
+    """Requests and answers bypass engineio's writer thread, which gives up when nothing
+    is queued for max(ping interval, ping timeout) + 5 s; the pongs it still sends keep
+    it alive. Here that limit is 5.5 s, and only direct writes happen meanwhile."""
+    raw = RawServer(ping_timeout=0.5)
+    raw.start()
+    connection = Connection("agent", "a1", reconnect=ReconnectPolicy(enabled=False))
+    try:
+        connection.connect(raw.url, timeout=5)
+        sid = connection.sid
+        until = time.monotonic() + 6.5
+        count = 0
+        while time.monotonic() < until:
+            assert connection.call("test:echo", {"n": count}, timeout=5) == {"n": count}
+            count += 1
+        assert connection.connected and connection.sid == sid and raw.disconnected == []
+    finally:
+        connection.close()
+        raw.stop()
+
+
 # -- a real crash: the server is a child process killed with SIGKILL ----------------------
 
 

@@ -40,11 +40,13 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class RawServer:
-    def __init__(self, api_key: str | None = None, print_events: bool = False, refuse_joins: bool = False):
+    def __init__(
+        self, api_key: str | None = None, print_events: bool = False, refuse_joins: bool = False, ping_timeout: float = 2
+    ):
         self.api_key = api_key
         self.refuse_joins = refuse_joins
         self.print_events = print_events
-        self.sio = socketio.Server(async_mode="threading", ping_interval=PING_INTERVAL, ping_timeout=2)
+        self.sio = socketio.Server(async_mode="threading", ping_interval=PING_INTERVAL, ping_timeout=ping_timeout)
         self.offices: dict[str, str] = {}  # sid -> office_id
         self.received: list[tuple[str, str, Any]] = []  # (event, sid, payload)
         self.disconnected: list[str] = []
