@@ -1,16 +1,29 @@
-"""Shared fixtures: leak checks for threads and child processes.
+"""Shared fixtures: leak checks for threads and child processes, and the official SDK.
 
 Use `no_leaks` in any test that starts threads or processes: it fails the test when,
 a few seconds after the test body, a thread or child process started by it still runs.
+
+The interop fixtures (`official_python`, `spawn`, `official_server`) import the harness of
+`tests/interop` only when a test asks for them, so the other tests never load it. Test
+modules import that harness as `interop.harness`: pytest's default ("prepend") import mode
+puts this file's directory, `tests/`, on `sys.path`, under `pytest` and `python -m pytest`
+alike.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import psutil
 import pytest
+
+if TYPE_CHECKING:
+    from interop.harness import JsonLineProcess
+
+    Spawn = Callable[[JsonLineProcess], JsonLineProcess]
 
 LEAK_GRACE_SECONDS = 8.0
 
@@ -38,3 +51,31 @@ def no_leaks():
         time.sleep(0.05)
     names = sorted(t.name for t in new_threads)
     pytest.fail(f"leaked threads {names} and child processes {sorted(new_children)}")
+
+
+@pytest.fixture(scope="session")
+def official_python() -> Path:
+    """The python of the official SDK's virtualenv, built on first use (minutes) and reused.
+    Ask for it before `no_leaks`, so that a build does not count as a leak."""
+    from interop.venv import official_sdk_python
+
+    return official_sdk_python()
+
+
+@pytest.fixture
+def spawn() -> Iterator[Spawn]:
+    """`spawn(child)` -> child: a harness `JsonLineProcess`, stopped after the test with all
+    the others the test started (its process group killed if need be)."""
+    from interop.harness import Children
+
+    children = Children()
+    yield children.adopt
+    children.stop_all()
+
+
+@pytest.fixture
+def official_server(official_python: Path, no_leaks: None, spawn: Spawn) -> JsonLineProcess:
+    """The official SDK's Server (traced, key ``test-key``), listening on a loopback port: ``.url``."""
+    from interop.harness import start_official_server
+
+    return spawn(start_official_server(official_python))

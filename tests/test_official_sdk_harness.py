@@ -9,61 +9,24 @@ describes; the interop tests against smcp_sync build on the same helpers.
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-_TESTS = str(Path(__file__).resolve().parent)
-if _TESTS not in sys.path:  # pragma: no cover - depends on pytest's import mode
-    sys.path.insert(0, _TESTS)
-
-from interop.harness import (  # noqa: E402
-    JsonLineProcess,
+from interop.harness import (
     agent_results,
+    by_op,
     echo_mcp_config,
     run_official_agent,
     start_official_agent,
     start_official_computer,
-    start_official_server,
 )
-from interop.venv import official_sdk_python  # noqa: E402
+from interop.venv import official_sdk_python
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
 TOOL_KEYS = {"name", "description", "params_schema", "return_schema", "meta"}
 CALL_TOOL_RESULT_KEYS = {"meta", "content", "structuredContent", "isError"}
-
-
-@pytest.fixture(scope="session")
-def official_python() -> Path:
-    return official_sdk_python()
-
-
-@pytest.fixture
-def spawn():
-    """Collects started children and stops them all (SIGTERM, then SIGKILL of the group)."""
-    started: list[JsonLineProcess] = []
-
-    def add(proc: JsonLineProcess) -> JsonLineProcess:
-        started.append(proc)
-        return proc
-
-    yield add
-    for proc in started:  # the scripts exit on stdin EOF: let them all start shutting down at once
-        proc.close_stdin()
-    for proc in reversed(started):
-        proc.stop()
-
-
-@pytest.fixture
-def server(no_leaks, official_python, spawn) -> JsonLineProcess:
-    return spawn(start_official_server(official_python))
-
-
-def by_op(results: list[dict], op: str) -> list[dict]:
-    return [r for r in results if r["op"] == op]
 
 
 def test_venv_is_cached(official_python):
@@ -73,11 +36,11 @@ def test_venv_is_cached(official_python):
     assert official_python.exists()
 
 
-def test_official_stack_round_trip(official_python, server, spawn):
-    computer = spawn(start_official_computer(official_python, server.url, "o-rt", "c-rt", echo_mcp_config(official_python)))
+def test_official_stack_round_trip(official_python, official_server, spawn):
+    computer = spawn(start_official_computer(official_python, official_server.url, "o-rt", "c-rt", echo_mcp_config(official_python)))
     events = run_official_agent(
         official_python,
-        server.url,
+        official_server.url,
         "o-rt",
         "a-rt",
         [
@@ -140,16 +103,16 @@ def test_official_stack_round_trip(official_python, server, spawn):
 
     # The Server routed by name to the Computer's sid, passing the request through unchanged.
     computer_sid = computer.find_all("connected")[0]["sid"]
-    routed = server.find_all({"event": "call", "name": "client:tool_call"})[0]
+    routed = official_server.find_all({"event": "call", "name": "client:tool_call"})[0]
     assert routed["to"] == computer_sid and routed["timeout"] is None
     assert routed["data"] == tool_call
 
 
-def test_official_agent_reacts_to_notifications(official_python, server, spawn):
+def test_official_agent_reacts_to_notifications(official_python, official_server, spawn):
     agent = spawn(
         start_official_agent(
             official_python,
-            server.url,
+            official_server.url,
             "o-nt",
             "a-nt",
             [
@@ -166,7 +129,7 @@ def test_official_agent_reacts_to_notifications(official_python, server, spawn):
         )
     )
     agent.wait_for({"event": "result", "op": "join", "ok": True}, 30)
-    computer = spawn(start_official_computer(official_python, server.url, "o-nt", "c-nt", echo_mcp_config(official_python)))
+    computer = spawn(start_official_computer(official_python, official_server.url, "o-nt", "c-nt", echo_mcp_config(official_python)))
 
     # notify:enter_office -> the SDK agent fetches the tools by itself.
     mark = agent.wait_for_index({"event": "notify", "name": "notify:enter_office"}, 30)
@@ -205,11 +168,11 @@ def test_official_agent_reacts_to_notifications(official_python, server, spawn):
     assert leaves == [{"office_id": "o-nt", "computer": "c-nt"}] * 2
 
 
-def test_official_tool_call_errors_timeout_and_cancel(official_python, server, spawn):
-    computer = spawn(start_official_computer(official_python, server.url, "o-tc", "c-tc", echo_mcp_config(official_python)))
+def test_official_tool_call_errors_timeout_and_cancel(official_python, official_server, spawn):
+    computer = spawn(start_official_computer(official_python, official_server.url, "o-tc", "c-tc", echo_mcp_config(official_python)))
     events = run_official_agent(
         official_python,
-        server.url,
+        official_server.url,
         "o-tc",
         "a-tc",
         [
@@ -260,21 +223,21 @@ def test_official_tool_call_errors_timeout_and_cancel(official_python, server, s
     assert spawned["raw"]["isError"] is False and spawned["raw"]["structuredContent"] == {"result": "slept 3.0"}
 
 
-def test_official_server_rules(official_python, server, spawn):
+def test_official_server_rules(official_python, official_server, spawn):
     config = echo_mcp_config(official_python)
-    spawn(start_official_computer(official_python, server.url, "o-r1", "c-r1", config))
-    spawn(start_official_computer(official_python, server.url, "o-r2", "c-r2", config))
+    spawn(start_official_computer(official_python, official_server.url, "o-r1", "c-r1", config))
+    spawn(start_official_computer(official_python, official_server.url, "o-r2", "c-r2", config))
 
     # Computer names: unique per office AND namespace-wide (one global name -> sid map).
-    same_office = spawn(start_official_computer(official_python, server.url, "o-r1", "c-r1", config, wait="join_failed"))
+    same_office = spawn(start_official_computer(official_python, official_server.url, "o-r1", "c-r1", config, wait="join_failed"))
     assert "Computer with name 'c-r1' already exists in room 'o-r1'" in same_office.find_all("join_failed")[0]["error"]
-    other_office = spawn(start_official_computer(official_python, server.url, "o-r3", "c-r1", config, wait="join_failed"))
+    other_office = spawn(start_official_computer(official_python, official_server.url, "o-r3", "c-r1", config, wait="join_failed"))
     assert "Name 'c-r1' already registered by sid" in other_office.find_all("join_failed")[0]["error"]
 
     agent = spawn(
         start_official_agent(
             official_python,
-            server.url,
+            official_server.url,
             "o-r1",
             "a-r1",
             [
@@ -290,10 +253,10 @@ def test_official_server_rules(official_python, server, spawn):
         )
     )
     agent.wait_for({"event": "result", "op": "leave"}, 60)
-    second = run_official_agent(official_python, server.url, "o-r1", "a-r1b", [])
-    clash = run_official_agent(official_python, server.url, "o-r9", "c-r2", [])
-    header_only = run_official_agent(official_python, server.url, "o-r9", "a-hdr", [], auth_via="header")
-    wrong_key = run_official_agent(official_python, server.url, "o-r9", "a-bad", [], api_key="wrong")
+    second = run_official_agent(official_python, official_server.url, "o-r1", "a-r1b", [])
+    clash = run_official_agent(official_python, official_server.url, "o-r9", "c-r2", [])
+    header_only = run_official_agent(official_python, official_server.url, "o-r9", "a-hdr", [], auth_via="header")
+    wrong_key = run_official_agent(official_python, official_server.url, "o-r9", "a-bad", [], api_key="wrong")
     agent.stop(grace=0)
 
     results = agent_results(agent.snapshot())
@@ -302,7 +265,7 @@ def test_official_server_rules(official_python, server, spawn):
     assert cross["ok"] and cross["raw"]["structuredContent"] == {"result": "cross"}
     for refused in (tools_other, tools_nobody, list_other):
         assert refused["ok"] is False and refused["error_type"] == "socketio.exceptions.TimeoutError"
-    errors = {(e["name"], e["error_type"]) for e in server.find_all("handler_error")}
+    errors = {(e["name"], e["error_type"]) for e in official_server.find_all("handler_error")}
     assert ("client:get_tools", "builtins.AssertionError") in errors
     assert ("client:get_tools", "builtins.ValueError") in errors
     assert ("server:list_room", "builtins.AssertionError") in errors
@@ -319,22 +282,22 @@ def test_official_server_rules(official_python, server, spawn):
     # "access_token" header (underscore), so the SDK's documented api_key= usage is refused.
     for refused_events in (header_only, wrong_key):
         assert [e["event"] for e in refused_events if e["event"] in ("connect_failed", "connected")] == ["connect_failed"]
-    auths = server.find_all("auth")
+    auths = official_server.find_all("auth")
     assert {a["user_agent"].split("/")[0] for a in auths if a["ok"]} == {"Python", "python-requests"}
     assert all(a["transport"] == "polling" and a["eio"] == "4" for a in auths)
     assert all(not a["header_present"] for a in auths)
 
 
 @pytest.mark.parametrize("transport", ["polling", "websocket"])
-def test_official_single_transport(official_python, server, spawn, transport):
+def test_official_single_transport(official_python, official_server, spawn, transport):
     office, name = f"o-{transport}", f"c-{transport}"
     computer = spawn(
-        start_official_computer(official_python, server.url, office, name, echo_mcp_config(official_python), transports=[transport])
+        start_official_computer(official_python, official_server.url, office, name, echo_mcp_config(official_python), transports=[transport])
     )
     assert computer.find_all("connected")[0]["transport"] == transport
     events = run_official_agent(
         official_python,
-        server.url,
+        official_server.url,
         office,
         f"a-{transport}",
         [{"op": "tool_call", "computer": name, "tool": "echo", "params": {"text": transport}}],
@@ -345,8 +308,8 @@ def test_official_single_transport(official_python, server, spawn, transport):
     assert call["raw"]["structuredContent"] == {"result": transport}
 
 
-def test_official_computer_handlers_locally(official_python, server, spawn):
-    computer = spawn(start_official_computer(official_python, server.url, "o-lc", "c-lc", echo_mcp_config(official_python)))
+def test_official_computer_handlers_locally(official_python, official_server, spawn):
+    computer = spawn(start_official_computer(official_python, official_server.url, "o-lc", "c-lc", echo_mcp_config(official_python)))
     invoke = [
         {"op": "invoke", "event": "client:get_config", "data": {"agent": "x", "req_id": "r1", "computer": "c-lc"}},
         {"op": "invoke", "event": "client:get_tools", "data": {"agent": "x", "req_id": "r2", "computer": "someone-else"}},

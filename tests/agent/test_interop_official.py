@@ -14,18 +14,13 @@ import threading
 
 import pytest
 
-from smcp_sync.agent import Agent
 from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
 
-try:
-    from tests.interop.harness import echo_mcp_config, start_official_computer, start_official_server
-    from tests.interop.venv import official_sdk_python
-except ImportError:  # tests/ itself is on sys.path
-    from interop.harness import echo_mcp_config, start_official_computer, start_official_server
-    from interop.venv import official_sdk_python
+from interop.harness import echo_mcp_config, start_official_computer, start_official_server
+from office_parts import joined_agent
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -34,33 +29,24 @@ OFFICE = "o-agent-interop"
 
 
 @pytest.fixture(scope="module")
-def official_python():
-    return official_sdk_python()
-
-
-@pytest.fixture(scope="module")
 def official_office(official_python):
     """The official Server with one official Computer `c-off` in OFFICE (shared by the
     tests of this module: each starts its own Agent)."""
-    server = start_official_server(official_python, api_key=KEY, trace=False)
-    computer = None
-    try:
-        computer = start_official_computer(
+    with (
+        start_official_server(official_python, api_key=KEY, trace=False) as server,
+        start_official_computer(
             official_python, server.url, OFFICE, "c-off", echo_mcp_config(official_python, host_id="echo.test")
-        )
+        ) as computer,
+    ):
         yield official_python, server, computer
-    finally:
-        if computer is not None:
-            computer.stop()
-        server.stop()
 
 
 @pytest.fixture
 def agent(official_office, no_leaks):
     _, server, _ = official_office
-    with Agent("a-ours", auth={"access_token": KEY}, reconnect=ReconnectPolicy(enabled=False)) as ours:
-        ours.connect(server.url, timeout=10)
-        ours.join_office(OFFICE, timeout=10)
+    with joined_agent(
+        "a-ours", server.url, OFFICE, timeout=10, auth={"access_token": KEY}, reconnect=ReconnectPolicy(enabled=False)
+    ) as ours:
         yield ours
 
 

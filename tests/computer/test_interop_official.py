@@ -10,20 +10,16 @@ work too. The official clients send the key in the Socket.IO auth dict as `acces
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
 from smcp_sync.computer import Computer
 
-from .helpers import FAST, CallLogs, stdio_config
+from interop.harness import JsonLineProcess, agent_results, by_op, echo_mcp_config, run_official_agent
 
-try:
-    from tests.interop.harness import JsonLineProcess, agent_results, echo_mcp_config, run_official_agent, start_official_server
-    from tests.interop.venv import official_sdk_python
-except ImportError:  # tests/ itself is on sys.path
-    from interop.harness import JsonLineProcess, agent_results, echo_mcp_config, run_official_agent, start_official_server
-    from interop.venv import official_sdk_python
+from .helpers import FAST, CallLogs, stdio_config
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
@@ -31,21 +27,8 @@ KEY = "test-key"  # the harness scripts' default key
 OFFICE = "o-ours"
 
 
-@pytest.fixture(scope="module")
-def official_python() -> str:
-    return str(official_sdk_python())
-
-
 @pytest.fixture
-def official_server(official_python: str, no_leaks: None) -> Iterator[JsonLineProcess]:
-    server = start_official_server(official_python, api_key=KEY)
-    yield server
-    server.close_stdin()
-    server.stop()
-
-
-@pytest.fixture
-def computer(official_python: str, official_server: JsonLineProcess, call_logs: CallLogs) -> Iterator[Computer]:
+def computer(official_python: Path, official_server: JsonLineProcess, call_logs: CallLogs) -> Iterator[Computer]:
     legacy = echo_mcp_config(official_python, name="legacy", auto_apply=False)
     legacy["tool_meta"] = {name: {"alias": f"legacy_{name}"} for name in ("echo", "add", "fail")}
     computer = Computer("c-ours", [stdio_config("tools", env=call_logs.env), legacy], policy=FAST).start()
@@ -56,12 +39,8 @@ def computer(official_python: str, official_server: JsonLineProcess, call_logs: 
         computer.close()
 
 
-def by_op(results: list[dict], op: str) -> list[dict]:
-    return [r for r in results if r["op"] == op]
-
-
 def test_the_official_agent_uses_our_computer_through_the_official_server(
-    official_python: str, official_server: JsonLineProcess, computer: Computer
+    official_python: Path, official_server: JsonLineProcess, computer: Computer
 ) -> None:
     assert computer.servers.status("legacy").running, "the mcp 1.x server must start"
     events = run_official_agent(

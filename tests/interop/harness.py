@@ -12,6 +12,11 @@ background thread, keeps them in order and lets a test wait for one that matches
 group; ``stop()`` closes stdin, sends SIGTERM, waits, then SIGKILLs the group (so MCP
 grandchildren go too). All helpers take timeouts; a failed wait raises ``InteropTimeout``
 with the child's recent stderr.
+
+Tests import this module as ``interop.harness`` (``tests/`` is on ``sys.path``: pytest puts
+the directory of the top-level ``tests/conftest.py`` there) and take the fixtures of that
+conftest: ``official_python``, ``spawn`` (adopts children into a ``Children``) and
+``official_server``.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from typing import Any
 
 __all__ = [
     "SCRIPTS",
+    "Children",
     "InteropTimeout",
     "JsonLineProcess",
     "agent_results",
+    "by_op",
     "echo_mcp_config",
     "matches",
     "run_official_agent",
@@ -264,16 +271,46 @@ class JsonLineProcess:
         self.stop()
 
 
+class Children:
+    """The children one test (or one benchmark section) started, stopped together.
+
+    ``stop_all()`` first closes every child's stdin (the scripts exit on EOF, so all begin
+    to wind down at once), then stops each one, the last started first."""
+
+    def __init__(self) -> None:
+        self._started: list[JsonLineProcess] = []
+
+    def adopt(self, child: JsonLineProcess) -> JsonLineProcess:
+        self._started.append(child)
+        return child
+
+    def stop_all(self, **stop_options: float) -> None:
+        for child in self._started:
+            child.close_stdin()
+        for child in reversed(self._started):
+            child.stop(**stop_options)
+
+
 # -- the official SDK roles ----------------------------------------------------------------
 
 
-def _auth_args(api_key: str, auth_via: str | None, transports: Iterable[str] | None) -> list[str]:
-    args = ["--api-key", api_key]
+def _client_argv(
+    python: str | os.PathLike,
+    script: str,
+    url: str,
+    office: str,
+    name: str,
+    api_key: str,
+    auth_via: str | None,
+    transports: Iterable[str] | None,
+) -> list[str]:
+    """The command line a client script (Agent or Computer) starts from: where, who, which key."""
+    argv = [str(python), str(SCRIPTS / script), "--url", url, "--office", office, "--name", name, "--api-key", api_key]
     if auth_via:
-        args += ["--auth-via", auth_via]
+        argv += ["--auth-via", auth_via]
     if transports:
-        args += ["--transports", ",".join(transports)]
-    return args
+        argv += ["--transports", ",".join(transports)]
+    return argv
 
 
 def start_official_server(
@@ -338,19 +375,8 @@ def start_official_computer(
     """Start ``official_computer.py``. ``wait="auto"`` waits for ``joined`` (or ``connected``
     with ``join=False``); pass ``wait=None`` to return at once, or an event name."""
     config = mcp_config if isinstance(mcp_config, str) else json.dumps(mcp_config)
-    argv = [
-        str(python),
-        str(SCRIPTS / "official_computer.py"),
-        "--url",
-        url,
-        "--office",
-        office,
-        "--name",
-        name,
-        "--mcp-config",
-        config,
-        *_auth_args(api_key, auth_via, transports),
-    ]
+    argv = _client_argv(python, "official_computer.py", url, office, name, api_key, auth_via, transports)
+    argv += ["--mcp-config", config]
     if confirm:
         argv += ["--confirm", confirm]
     if not join:
@@ -382,19 +408,8 @@ def start_official_agent(
     linger: float = 0.0,
 ) -> JsonLineProcess:
     """Start ``official_agent.py`` with ``steps``; it exits by itself after the steps."""
-    argv = [
-        str(python),
-        str(SCRIPTS / "official_agent.py"),
-        "--url",
-        url,
-        "--office",
-        office,
-        "--name",
-        name,
-        *_auth_args(api_key, auth_via, transports),
-        "--linger",
-        str(linger),
-    ]
+    argv = _client_argv(python, "official_agent.py", url, office, name, api_key, auth_via, transports)
+    argv += ["--linger", str(linger)]
     if not join:
         argv.append("--no-join")
     if join_mode:
@@ -417,3 +432,8 @@ def run_official_agent(python: str | os.PathLike, url: str, office: str, name: s
 def agent_results(events: list[dict]) -> list[dict]:
     """The ``result`` lines of an agent run, in step order (the implicit join is index 0)."""
     return [e for e in events if e.get("event") == "result"]
+
+
+def by_op(results: list[dict], op: str) -> list[dict]:
+    """The results (see ``agent_results``) of the steps whose op is ``op``, in step order."""
+    return [r for r in results if r["op"] == op]

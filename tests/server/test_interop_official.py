@@ -11,14 +11,13 @@ from __future__ import annotations
 import pytest
 
 from interop.harness import (
-    JsonLineProcess,
     agent_results,
+    by_op,
     echo_mcp_config,
     run_official_agent,
     start_official_agent,
     start_official_computer,
 )
-from interop.venv import official_sdk_python
 
 from .peers import wait_until
 
@@ -27,34 +26,10 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 KEY = "test-key"  # the harness scripts' default key
 
 
-@pytest.fixture(scope="session")
-def official_python():
-    return official_sdk_python()
-
-
-@pytest.fixture
-def spawn():
-    started: list[JsonLineProcess] = []
-
-    def add(proc: JsonLineProcess) -> JsonLineProcess:
-        started.append(proc)
-        return proc
-
-    yield add
-    for proc in started:
-        proc.close_stdin()
-    for proc in reversed(started):
-        proc.stop()
-
-
 @pytest.fixture
 def our_server(official_python, server_factory):
     # official_python first: building the venv (once) must not count against no_leaks.
     return server_factory(auth=KEY)
-
-
-def by_op(results: list[dict], op: str) -> list[dict]:
-    return [r for r in results if r["op"] == op]
 
 
 def test_official_computer_and_agent_round_trip_through_our_server(official_python, our_server, spawn):
