@@ -1,4 +1,5 @@
-"""Shared bits of the interop scripts (run by the official SDK venv's python).
+"""Shared bits of the interop scripts (run by the official SDK venv's python, standard
+library only): their common command-line options, JSON lines on stdout, the stdin watcher.
 
 Import this module FIRST: ``setup_stdout()`` must run before ``a2c_smcp`` is imported,
 because the SDK attaches a logging handler to ``sys.stdout`` at import time. We keep the
@@ -8,6 +9,7 @@ library prints) to stderr.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -76,12 +78,26 @@ def error_info(exc: BaseException) -> dict:
     return {"error_type": f"{type(exc).__module__}.{type(exc).__qualname__}", "error": str(exc)}
 
 
-def add_auth_arguments(parser: Any, default_via: str) -> None:
-    parser.add_argument("--api-key", default="test-key", help="the key to present")
+def script_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of every script: its docstring as ``--help``, the key and the SDK's log level."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--api-key", default="test-key", help="the key the client presents / the server accepts")
+    parser.add_argument("--log-level", default="warning", help="SDK log level (to stderr)")
+    return parser
+
+
+def client_arguments(description: str) -> argparse.ArgumentParser:
+    """``script_arguments`` plus what a client (Agent, Computer) needs: the server, office and
+    name, the Socket.IO namespace, how to present the key, and the transports."""
+    parser = script_arguments(description)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--office", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--namespace", default="/smcp")
     parser.add_argument(
         "--auth-via",
         choices=("auth", "header", "both", "none"),
-        default=default_via,
+        default="auth",
         help="how to present the key: Socket.IO auth dict {'access_token': key}, "
         "HTTP header 'access_token: key', both, or not at all",
     )
@@ -91,6 +107,14 @@ def add_auth_arguments(parser: Any, default_via: str) -> None:
         help="comma separated Engine.IO transports (default: the client's own default, "
         "i.e. polling then upgrade to websocket)",
     )
+    return parser
+
+
+def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse the command line, then reserve stdout (``setup_stdout``) before the SDK is imported."""
+    args = parser.parse_args()
+    setup_stdout(args.log_level)
+    return args
 
 
 def start_stdin_watcher(on_line, on_eof) -> threading.Thread:

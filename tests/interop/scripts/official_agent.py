@@ -3,7 +3,7 @@
 Usage (with the official venv's python)::
 
     python official_agent.py --url http://127.0.0.1:PORT --office OFFICE --name NAME \
-        [--api-key test-key] [--auth-via header|auth|both|none] [--transports ...] \
+        [--api-key test-key] [--auth-via auth|header|both|none] [--transports ...] \
         [--no-join] [--join-mode call|emit] [--linger SECONDS] STEPS
 
 ``STEPS`` is a JSON list (inline, ``@file`` or a path), executed in order, e.g.::
@@ -17,9 +17,9 @@ Usage (with the official venv's python)::
 What runs: ``a2c_smcp.agent.SMCPAgentClient`` (a ``socketio.Client``) with
 ``DefaultAgentAuthProvider(agent_id=NAME, office_id=OFFICE, api_key=..., auth_data=...)``,
 connected by the SDK's ``connect_to_server(url)`` (-> ``connect(url, auth=..., headers=...,
-namespaces=["/smcp"])``). ``--auth-via header`` (default) is the SDK's documented usage
-(``api_key=`` -> HTTP header ``access_token``); ``auth`` puts ``{"access_token": key}`` in the
-Socket.IO auth dict (``auth_data=``); ``both`` does both.
+namespaces=["/smcp"])``). ``--auth-via auth`` (default) puts ``{"access_token": key}`` in the
+Socket.IO auth dict (``auth_data=``); ``header`` is the SDK's documented usage (``api_key=`` ->
+HTTP header ``access_token``); ``both`` does both.
 
 Ops (each prints ``{"event":"result","index":i,"op":..,"ok":..,...}``):
 
@@ -64,29 +64,14 @@ import uuid
 
 from _common import emit, error_info
 
-NOTIFY_EVENTS = (
-    "notify:enter_office",
-    "notify:leave_office",
-    "notify:update_config",
-    "notify:update_tool_list",
-    "notify:update_desktop",
-    "notify:tool_call_cancel",
-)
-
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--office", required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--namespace", default="/smcp")
-    _common.add_auth_arguments(parser, default_via="auth")
+    parser = _common.client_arguments(__doc__)
     parser.add_argument("--no-join", action="store_true")
     parser.add_argument("--join-mode", choices=("call", "emit"), default="call")
     parser.add_argument("--linger", type=float, default=0.0, help="seconds to wait after the last step")
-    parser.add_argument("--log-level", default="warning", help="SDK log level (to stderr)")
     parser.add_argument("steps", nargs="?", default="[]", help="JSON list of steps (inline, @file or path)")
-    return parser.parse_args()
+    return _common.parse_arguments(parser)
 
 
 def subset(match: dict, data) -> bool:  # noqa: ANN001
@@ -95,7 +80,6 @@ def subset(match: dict, data) -> bool:  # noqa: ANN001
 
 def main() -> int:
     args = parse_args()
-    _common.setup_stdout(args.log_level)
     steps = _common.load_json_arg(args.steps)
 
     from a2c_smcp.agent import DefaultAgentAuthProvider, SMCPAgentClient

@@ -61,17 +61,11 @@ NOTIFY_EVENTS = (
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--office", required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--namespace", default="/smcp")
-    _common.add_auth_arguments(parser, default_via="auth")
+    parser = _common.client_arguments(__doc__)
     parser.add_argument("--mcp-config", required=True, help="JSON, @file or file path")
     parser.add_argument("--confirm", choices=("approve", "deny", "none"), default="approve")
     parser.add_argument("--no-join", action="store_true", help="connect but do not join")
-    parser.add_argument("--log-level", default="warning", help="SDK log level (to stderr)")
-    return parser.parse_args()
+    return _common.parse_arguments(parser)
 
 
 def load_config(doc):  # noqa: ANN001, ANN201
@@ -290,9 +284,7 @@ async def amain(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    args = parse_args()
-    _common.setup_stdout(args.log_level)
-    return asyncio.run(amain(args))  # amain leaves through os._exit
+    return asyncio.run(amain(parse_args()))  # amain leaves through os._exit
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import _common  # noqa: I001  (must come first: reserves stdout for JSON lines)
 
-import argparse
 import os
 import signal
 import sys
@@ -42,15 +41,11 @@ from _common import emit, error_info
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _common.script_arguments(__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--api-key", default="test-key", help="the one key accepted (auth dict or header)")
     parser.add_argument("--no-trace", action="store_true", help="only print listening/auth/stopped")
-    parser.add_argument("--log-level", default="warning", help="SDK log level (to stderr)")
-    args = parser.parse_args()
-
-    _common.setup_stdout(args.log_level)
+    args = _common.parse_arguments(parser)
 
     import logging
 
