@@ -24,27 +24,17 @@ from smcp_sync.protocol.models import (
 )
 from smcp_sync.server import SMCPServer
 
-try:
-    from tests.agent.scripted_computer import FAST_RECONNECT, ScriptedComputer, tool
-except ImportError:  # tests/ itself is on sys.path
-    from agent.scripted_computer import FAST_RECONNECT, ScriptedComputer, tool
+from office_parts import joined_agent
+
+from .recorder import CacheRecorder
+from .scripted_computer import FAST_RECONNECT, ScriptedComputer, tool
 
 OFFICE = "office-1"
 
 
 @pytest.fixture
-def server(no_leaks):
-    smcp = SMCPServer()
-    smcp.start()
-    yield smcp
-    smcp.stop()
-
-
-@pytest.fixture
 def agent(server):
-    with Agent("a1", reconnect=FAST_RECONNECT) as joined:
-        joined.connect(server.url, timeout=5)
-        joined.join_office(OFFICE, timeout=5)
+    with joined_agent("a1", server.url, OFFICE, timeout=5, reconnect=FAST_RECONNECT) as joined:
         yield joined
 
 
@@ -56,32 +46,12 @@ def computer(server, agent):
     scripted.close()
 
 
-class Collector:
-    """Callback that records notifications (and what the Agent knew when each arrived)."""
-
-    def __init__(self, agent: Agent):
-        self.agent = agent
-        self.seen: list[tuple[object, tuple | None]] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, notification) -> None:
-        computer = getattr(notification, "computer", None)
-        with self.changed:
-            self.seen.append((notification, self.agent.tool_cache.get(computer) if computer else None))
-            self.changed.notify_all()
-
-    def wait(self, count: int = 1, timeout: float = 10.0) -> list:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.seen) >= count, timeout), f"only {self.seen}"
-            return list(self.seen)
-
-
 # -- office, notifications and the tool cache ----------------------------------------------
 
 
 @pytest.mark.timeout(30)
 def test_a_computer_entering_is_announced_with_its_tools_already_cached(server, agent):
-    entered = Collector(agent)
+    entered = CacheRecorder(agent.tool_cache)
     agent.on(events.ENTER_OFFICE_NOTIFICATION, entered)
     scripted = ScriptedComputer("c1").start(server.url, OFFICE)
     try:
@@ -98,9 +68,7 @@ def test_a_computer_entering_is_announced_with_its_tools_already_cached(server, 
 def test_joining_an_office_caches_the_computers_already_there(server):
     early = [ScriptedComputer(name).start(server.url, OFFICE) for name in ("c1", "c2")]
     try:
-        with Agent("a1") as agent:
-            agent.connect(server.url, timeout=5)
-            agent.join_office(OFFICE, timeout=5)
+        with joined_agent("a1", server.url, OFFICE, timeout=5) as agent:
             assert agent.tool_cache.wait_for("c2", timeout=5) and agent.tool_cache.wait_for("c1", timeout=5)
             assert agent.tool_cache.computers() == ["c1", "c2"]
     finally:
@@ -110,7 +78,7 @@ def test_joining_an_office_caches_the_computers_already_there(server):
 
 @pytest.mark.timeout(30)
 def test_leaving_drops_the_computer_and_update_tool_list_refreshes(server, agent, computer):
-    updated, left = Collector(agent), Collector(agent)
+    updated, left = CacheRecorder(agent.tool_cache), CacheRecorder(agent.tool_cache)
     agent.on(events.UPDATE_TOOL_LIST_NOTIFICATION, updated)
     agent.on(events.LEAVE_OFFICE_NOTIFICATION, left)
 
@@ -151,7 +119,7 @@ def test_callbacks_run_on_one_thread_that_may_call_the_agent(server, agent):
         threads.add(threading.current_thread().name)
         results.append(agent.call_tool(notification.computer, "echo", {"from": "callback"}, timeout=5))
 
-    done = Collector(agent)
+    done = CacheRecorder(agent.tool_cache)
     agent.on(events.ENTER_OFFICE_NOTIFICATION, on_enter)
     agent.on(events.ENTER_OFFICE_NOTIFICATION, done)  # registered second: runs after on_enter
     computers = [ScriptedComputer(name).start(server.url, OFFICE) for name in ("c1", "c2")]
@@ -170,7 +138,7 @@ def test_desktops_are_fetched_on_demand_unless_prefetch_is_asked_for(server):
     try:
         for prefetch in (False, True):
             with Agent("a1", prefetch_desktop=prefetch) as agent:
-                updated = Collector(agent)
+                updated = CacheRecorder(agent.tool_cache)
                 agent.on(events.UPDATE_DESKTOP_NOTIFICATION, updated)
                 agent.connect(server.url, timeout=5)
                 agent.join_office(OFFICE, timeout=5)
@@ -299,9 +267,7 @@ def test_the_agents_own_timeout_cancels_the_call_at_the_computer(no_leaks):
     url = patient.start()
     scripted = ScriptedComputer("c1").start(url, OFFICE)
     try:
-        with Agent("a1") as agent:
-            agent.connect(url, timeout=5)
-            agent.join_office(OFFICE, timeout=5)
+        with joined_agent("a1", url, OFFICE, timeout=5) as agent:
             started = time.monotonic()
             with pytest.raises(SMCPTimeoutError) as timed_out:
                 agent.call_tool("c1", "hang", {}, timeout=0.2)
@@ -335,9 +301,7 @@ def test_submitted_calls_run_in_the_background_and_can_be_cancelled(agent, compu
 def test_a_queued_submission_is_cancelled_without_reaching_the_computer(server):
     computer = ScriptedComputer("c1").start(server.url, OFFICE)
     try:
-        with Agent("a1", max_concurrent_calls=1) as agent:
-            agent.connect(server.url, timeout=5)
-            agent.join_office(OFFICE, timeout=5)
+        with joined_agent("a1", server.url, OFFICE, timeout=5, max_concurrent_calls=1) as agent:
             running = agent.submit_tool_call("c1", "hang", {}, timeout=20)
             queued = agent.submit_tool_call("c1", "echo", {"never": True}, timeout=5)
             agent.cancel_tool_call(queued.req_id)

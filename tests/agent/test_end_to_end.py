@@ -16,12 +16,9 @@ from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
-from smcp_sync.server import SMCPServer
 
-try:
-    from tests.mcp_servers import TOOL_SERVER
-except ImportError:  # tests/ itself is on sys.path
-    from mcp_servers import TOOL_SERVER
+from mcp_servers import TOOL_SERVER
+from office_parts import joined_agent
 
 OFFICE = "office-e2e"
 QUICK = ReconnectPolicy(enabled=False)
@@ -61,18 +58,8 @@ def logs(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.fixture
-def server(no_leaks):
-    smcp = SMCPServer()
-    smcp.start()
-    yield smcp
-    smcp.stop()
-
-
-@pytest.fixture
 def agent(server):
-    with Agent("a1", reconnect=QUICK) as joined:
-        joined.connect(server.url, timeout=10)
-        joined.join_office(OFFICE, timeout=10)
+    with joined_agent("a1", server.url, OFFICE, timeout=10, reconnect=QUICK) as joined:
         yield joined
 
 

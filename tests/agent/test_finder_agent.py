@@ -3,7 +3,7 @@ played by a scripted connection that answers `client:get_finder`, `client:read_r
 `client:get_resources` and `client:complete` from a table. What is pinned down here: the
 exact requests the Agent sends, how it decodes every kind of answer (JSON, Markdown, blobs,
 JSON where Markdown was asked for, malformed), the typed Finder errors, local URI checks,
-and the finder cache. The real Computer and MCP servers are in tests/test_context_end_to_end.py."""
+and the finder cache. The real Computer and MCP servers are in tests/context_end_to_end/."""
 
 from __future__ import annotations
 
@@ -34,12 +34,11 @@ from smcp_sync.protocol.models import (
     TextResourceContents,
     UpdateComputerConfigReq,
 )
-from smcp_sync.server import SMCPServer
 
-try:
-    from tests.agent.scripted_computer import ScriptedComputer
-except ImportError:  # tests/ itself is on sys.path
-    from agent.scripted_computer import ScriptedComputer
+from office_parts import joined_agent
+
+from .recorder import CacheRecorder
+from .scripted_computer import ScriptedComputer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -129,14 +128,6 @@ class FinderComputer(ScriptedComputer):
 
 
 @pytest.fixture
-def server(no_leaks):
-    smcp = SMCPServer()
-    smcp.start()
-    yield smcp
-    smcp.stop()
-
-
-@pytest.fixture
 def computer(server):
     scripted = FinderComputer("c1").start(server.url, OFFICE)
     yield scripted
@@ -145,9 +136,7 @@ def computer(server):
 
 @pytest.fixture
 def agent(server, computer):
-    with Agent("a1") as joined:
-        joined.connect(server.url, timeout=5)
-        joined.join_office(OFFICE, timeout=5)
+    with joined_agent("a1", server.url, OFFICE, timeout=5) as joined:
         yield joined
 
 
@@ -405,30 +394,11 @@ def test_complete_sends_the_reference_argument_and_context(agent, computer):
 # -- notifications and the finder cache -----------------------------------------------------------
 
 
-class Seen:
-    """A callback recording each notification with the finder cache at that moment."""
-
-    def __init__(self, agent: Agent):
-        self.agent = agent
-        self.items: list[tuple[Any, GetFinderRet | None]] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, notification) -> None:
-        with self.changed:
-            self.items.append((notification, self.agent.finder_cache.get(notification.computer)))
-            self.changed.notify_all()
-
-    def wait(self, count: int) -> list:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.items) >= count, 10), f"only {self.items}"
-            return list(self.items)
-
-
 def test_update_finder_reaches_callbacks_and_refreshes_the_cache_only_with_prefetch(server, computer):
     for prefetch in (False, True):
         before = computer.finder_requests
         with Agent("a1", prefetch_finder=prefetch) as agent:
-            seen = Seen(agent)
+            seen = CacheRecorder(agent.finder_cache)
             agent.on(events.UPDATE_FINDER_NOTIFICATION, seen)
             agent.connect(server.url, timeout=5)
             agent.join_office(OFFICE, timeout=5)
@@ -449,9 +419,7 @@ def test_update_finder_reaches_callbacks_and_refreshes_the_cache_only_with_prefe
 
 
 def test_a_computer_leaving_drops_its_cached_catalogue(server, computer):
-    with Agent("a1", prefetch_finder=True) as agent:
-        agent.connect(server.url, timeout=5)
-        agent.join_office(OFFICE, timeout=5)
+    with joined_agent("a1", server.url, OFFICE, timeout=5, prefetch_finder=True) as agent:
         assert agent.finder_cache.wait_for("c1", timeout=5).documents == [SUMMARY]
         left = threading.Event()
         agent.on(events.LEAVE_OFFICE_NOTIFICATION, lambda n: left.set())
