@@ -18,12 +18,9 @@ import psutil
 from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.protocol import events, to_wire
 
-try:
-    from tests.computer.helpers import FAST, TOOL_SERVER, CallLogs, EventLog, wait_until
-    from tests.mcp_servers import stop, write_state
-except ImportError:  # tests/ itself is on sys.path
-    from computer.helpers import FAST, TOOL_SERVER, CallLogs, EventLog, wait_until
-    from mcp_servers import stop, write_state
+from computer.helpers import FAST, TOOL_SERVER, CallLogs, EventLog, wait_until
+from mcp_servers import stop, write_state
+from office_parts import connected_computer, joined_agent, serving
 
 __all__ = [
     "CLI", "FAST", "TOOL_SERVER", "CallLogs", "EventLog", "Note", "Notes", "free_port", "join_agent", "mcp_children",
@@ -48,25 +45,19 @@ def tool_server(name: str = "tools", prefix: str = "", env: dict[str, str] | Non
 
 
 def start_server(stack: contextlib.ExitStack, port: int = 0, **options: Any) -> SMCPServer:
-    server = stack.enter_context(SMCPServer(**options))
-    server.start(port=port)
-    return server
+    return stack.enter_context(serving(port, **options))
 
 
 def start_computer(
     stack: contextlib.ExitStack, name: str, url: str, office_id: str, *servers: dict[str, Any], **options: Any
 ) -> Computer:
     options.setdefault("policy", FAST)
-    computer = stack.enter_context(Computer(name, list(servers), **options))
-    computer.connect(url, office_id, timeout=SETUP_TIMEOUT)
-    return computer
+    computer = connected_computer(name, list(servers), url, office_id, timeout=SETUP_TIMEOUT, **options)
+    return stack.enter_context(computer)
 
 
 def join_agent(stack: contextlib.ExitStack, name: str, url: str, office_id: str, **options: Any) -> Agent:
-    agent = stack.enter_context(Agent(name, **options))
-    agent.connect(url, timeout=SETUP_TIMEOUT)
-    agent.join_office(office_id, timeout=SETUP_TIMEOUT)
-    return agent
+    return stack.enter_context(joined_agent(name, url, office_id, timeout=SETUP_TIMEOUT, **options))
 
 
 def mcp_children(parent: psutil.Process | None = None) -> list[psutil.Process]:
