@@ -5,9 +5,12 @@ One stack serves both: SMCPServer (process) → Computer (process) hosting `serv
 `doc_server.py` MCP servers of `documents` documents each → Agent (this process). The
 first server also offers the ``storm`` tool.
 
-* catalogue: the first `get_finder` after the Computer joined (cold: its summaries are
-  read on demand, DESIGN §3), how long until the catalogue holds every document, then
-  warm `get_finder` calls (first page), and with a keyword that matches 1 in 50.
+* catalogue: the first `get_finder` after the Computer joined (cold: the Computer is
+  still reading the summaries in the background and answers, within its `cold_wait`,
+  with those read so far; its `total_count` is kept as ``first_answer``), how long until
+  the catalogue holds every document (refreshing on each ``notify:update_finder``, or
+  every second), then warm `get_finder` calls (first page), and with a keyword that
+  matches 1 in 50.
 * storm: ``storm`` sends `storm_count` ``resources/updated`` for one document within
   `storm_seconds` and renames it just before the last. Counted: the
   ``notify:update_finder`` the Agent receives (the Computer should coalesce them), and

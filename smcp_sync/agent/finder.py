@@ -68,7 +68,9 @@ class FinderMethods:
         """The Computer's document catalogue: `documents` (`DPEDocumentSummary`, each with
         the `uri` to open it) and `total_count` (after filtering, before paging).
         `keywords` keeps documents whose title, keywords or summary match one of them,
-        `file_type` those of exactly that type; `offset` >= 0, `limit` in 1–100."""
+        `file_type` those of exactly that type; `offset` >= 0, `limit` in 1–100.
+        A Computer still reading its catalogue answers with the documents read so far
+        (`total_count` counts those) and sends `notify:update_finder` once it has all."""
         request = GetFinderReq(
             agent=self._connection.name,
             req_id=new_req_id(),

@@ -21,8 +21,10 @@ from .resource_channel import ResourceChannel, Subscribe
 
 log = logging.getLogger(__name__)
 
-#: URIs subscribed to and read per step: a few rounds of `BATCH_CONCURRENCY` requests.
-WARM_BATCH = 64
+#: URIs subscribed to and read per step: many rounds of `BATCH_CONCURRENCY` requests (each
+#: step ends with a wait for its slowest request), few enough that a change notice never
+#: waits long behind another server's catalogue.
+WARM_BATCH = 256
 
 Channel = ResourceChannel[Any]
 
