@@ -3,13 +3,15 @@
 A handler body raises `SMCPError` for a refusal; the guards here turn it into the answer
 the event's caller expects (the spec's error object, or the two-value join/leave ack),
 turn any other exception into a 500 without a stack trace on the wire, and keep the
-handler thread alive whatever happens.
+handler thread alive whatever happens. A body that answers later (a routed request
+waiting for its Computer) returns a `Future`, and gets the same treatment when it is done.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from concurrent.futures import Future
 from typing import Any, Callable, TypeVar
 
 from ..protocol.codec import from_wire
@@ -67,15 +69,27 @@ def answer_with_join_ack(event: str) -> Callable[[Handler], Handler]:
 def _guard(event: str, body: Handler, *, on_success: Callable[[Any], Any], on_error: Callable[[SMCPError], Any]) -> Handler:
     @functools.wraps(body)
     def handler(sid: str, *args: Any) -> Any:
-        try:
-            result = body(sid, *args)
-        except SMCPError as err:
-            level = logging.WARNING if err.code in _SECURITY_CODES else logging.INFO
-            logger.log(level, "refused %s from %s: %s", event, sid, err)
-            return on_error(err)
-        except Exception:
-            logger.exception("%s from %s failed", event, sid)
-            return on_error(InternalError(f"internal server error while handling {event}"))
-        return on_success(result)
+        return _answer(event, sid, lambda: body(sid, *args), on_success, on_error)
 
     return handler
+
+
+def _answer(
+    event: str, sid: str, outcome: Callable[[], Any], on_success: Callable[[Any], Any], on_error: Callable[[SMCPError], Any]
+) -> Any:
+    """The answer to `outcome()`. A body that answers later returns a `Future`: then the
+    answer is a `Future` too, resolved the same way when it is done (`engine` sends it)."""
+    try:
+        result = outcome()
+    except SMCPError as err:
+        level = logging.WARNING if err.code in _SECURITY_CODES else logging.INFO
+        logger.log(level, "refused %s from %s: %s", event, sid, err)
+        return on_error(err)
+    except Exception:
+        logger.exception("%s from %s failed", event, sid)
+        return on_error(InternalError(f"internal server error while handling {event}"))
+    if isinstance(result, Future):
+        answer: Future[Any] = Future()
+        result.add_done_callback(lambda done: answer.set_result(_answer(event, sid, done.result, on_success, on_error)))
+        return answer
+    return on_success(result)

@@ -86,6 +86,7 @@ class SMCPServer:
             self._handle(event, broadcasts.update_handler(event))
         for event in events.CLIENT_EVENTS:
             self._handle(event, router.handler_for(event))
+        self.sio.handle_inline(events.CLIENT_EVENTS)  # routing never blocks: it answers with a Future
         self.sio.on("*", _refuse_unknown_event, namespace=NAMESPACE)
 
         self.wsgi_app = socketio.WSGIApp(self.sio)
@@ -146,6 +147,7 @@ class SMCPServer:
         forwarded calls fail at once."""
         self.sio.eio.drop_all_connections()
         self.sio.shutdown()
+        self.pending.shutdown()
 
     def __enter__(self) -> SMCPServer:
         return self

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any
+from concurrent.futures import Future
+from typing import Any, Iterable
 
 import engineio
 import socketio
@@ -31,6 +32,7 @@ class StoppableEngineIO(engineio.Server):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._stopping = threading.Event()
+        self._dropping = False
 
     def sleep(self, seconds: float = 0) -> None:
         self._stopping.wait(seconds)
@@ -45,10 +47,20 @@ class StoppableEngineIO(engineio.Server):
     def drop_all_connections(self) -> None:
         """Close every Engine.IO socket now, without a CLOSE packet and without waiting
         for delivery: clients see a lost transport and reconnect when a server is back.
-        Each close runs the Socket.IO disconnect handlers."""
-        for eio_sid, sock in list(self.sockets.items()):
-            sock.close(wait=False, abort=True, reason=self.reason.SERVER_DISCONNECT)
-            self.sockets.pop(eio_sid, None)
+        Each close runs the Socket.IO disconnect handlers; what they send meanwhile (e.g.
+        a 404 for a request whose Computer was dropped first) is not sent: every client
+        is losing its connection, and learns that from the transport."""
+        self._dropping = True
+        try:
+            for eio_sid, sock in list(self.sockets.items()):
+                sock.close(wait=False, abort=True, reason=self.reason.SERVER_DISCONNECT)
+                self.sockets.pop(eio_sid, None)
+        finally:
+            self._dropping = False
+
+    def send_packet(self, sid: str, pkt: Any) -> None:
+        if not self._dropping:
+            super().send_packet(sid, pkt)
 
 
 #: Seconds `SocketIOServer.shutdown` waits for event handlers still running.
@@ -71,16 +83,27 @@ class SocketIOServer(socketio.Server):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._handler_pool = WorkerPool("smcp-server-worker")
+        self._inline_events: set[str] = set()
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
 
+    def handle_inline(self, events: Iterable[str]) -> None:
+        """Run the handlers of `events` on the thread that received them. Only for handlers
+        that never block (e.g. they answer with a `Future`): a connection's messages are
+        read by that thread, one after the other."""
+        self._inline_events |= set(events)
+
     def start_background_task(self, target: Any, *args: Any, **kwargs: Any) -> Any:
         """Event handlers run on reused threads (python-socketio starts a new thread per
-        event: benchmarks/README.md, Findings 1); they need no handle. Other tasks
-        (admin stats, pub/sub listeners) are long-lived and joined: dedicated threads."""
+        event: benchmarks/README.md, Findings 1), or inline (`handle_inline`); they need
+        no handle. Other tasks (admin stats, pub/sub listeners) are long-lived and
+        joined: dedicated threads."""
         if target == self._handle_event_internal and not kwargs:
-            self._handler_pool.submit(target, *args)
+            if args[3][0] in self._inline_events:  # args: server, sid, eio_sid, data, namespace, id
+                target(*args)
+            else:
+                self._handler_pool.submit(target, *args)
             return None
         return super().start_background_task(target, *args, **kwargs)
 
@@ -92,6 +115,24 @@ class SocketIOServer(socketio.Server):
         super().shutdown()
         pool, self._handler_pool = self._handler_pool, WorkerPool("smcp-server-worker")
         pool.shutdown(timeout)
+
+    def _handle_event_internal(
+        self, server: socketio.Server, sid: str, eio_sid: str, data: Any, namespace: str, id: int | None
+    ) -> None:
+        """python-socketio's, plus: a handler that returns a `Future` is answered when the
+        future is done, from the thread that completes it (a routed request: the thread
+        that received the Computer's ack), and its handler thread is free meanwhile."""
+        answer = server._trigger_event(data[0], namespace, sid, *data[1:])
+        if isinstance(answer, Future):
+            if id is not None:
+                answer.add_done_callback(lambda done: self._send_answer(eio_sid, namespace, id, done.result()))
+        elif answer != self.not_handled and id is not None:
+            self._send_answer(eio_sid, namespace, id, answer)
+
+    def _send_answer(self, eio_sid: str, namespace: str, id: int, answer: Any) -> None:
+        """An ACK packet the way python-socketio makes one: a tuple is several values."""
+        data = [] if answer is None else list(answer) if isinstance(answer, tuple) else [answer]
+        self._send_packet(eio_sid, self.packet_class(packet.ACK, namespace=namespace, id=id, data=data))
 
     def _handle_eio_message(self, eio_sid: str, data: Any) -> None:
         try:
@@ -121,8 +162,7 @@ class SocketIOServer(socketio.Server):
         logger.warning("refused a malformed event from %s: %s", sid or eio_sid, message)
         if sid is None or id is None:
             return
-        error = BadRequestError(message).to_wire()
-        self._send_packet(eio_sid, self.packet_class(packet.ACK, namespace=namespace, id=id, data=[error]))
+        self._send_answer(eio_sid, namespace, id, BadRequestError(message).to_wire())
 
 
 #: The start of a Socket.IO EVENT packet: type 2, attachments, namespace, ack id.

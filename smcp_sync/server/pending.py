@@ -1,17 +1,22 @@
-"""Requests the Server has forwarded to a Computer and is waiting on, per Computer sid.
+"""Requests the Server has forwarded to a Computer and not yet answered, per Computer sid.
 
 python-socketio's `Server.call()` waits out its whole timeout when the peer disconnects
-mid-call (DESIGN §7). The Server therefore emits with an ack callback itself and keeps
-the waiters here, so the disconnect handler can wake every waiter of that sid at once and
-the Agent gets an error answer immediately instead of after the timeout.
+mid-call (DESIGN §7), and blocks a thread per call. The Server therefore emits with an
+ack callback itself and keeps the requests here: each settles once — by the Computer's
+answer, by its disconnect (the disconnect handler settles every request of that sid at
+once, so the Agent gets its error immediately), or by its deadline — and its `future`
+then holds the answer for the Agent. No thread waits on it meanwhile.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator
+import time
+from typing import Any, Callable
+
+from .deadlines import Deadline, Deadlines
 
 
 class Outcome(enum.Enum):
@@ -20,14 +25,22 @@ class Outcome(enum.Enum):
     TIMED_OUT = "timed out"
 
 
-class Waiter:
-    """One forwarded request: set once, by the ack or by the peer's disconnect."""
+#: Turns how a request ended (and the Computer's ack arguments) into the answer for the
+#: Agent, or raises the error to answer with.
+Relay = Callable[[Outcome, tuple[Any, ...]], Any]
 
-    def __init__(self) -> None:
-        self._done = threading.Event()
+
+class ForwardedRequest:
+    """One forwarded request: settled once, by the ack, the peer's disconnect or the deadline."""
+
+    def __init__(self, pending: PendingCalls, sid: str, relay: Relay) -> None:
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._pending = pending
+        self._sid = sid
+        self._relay = relay
         self._lock = threading.Lock()
-        self._outcome: Outcome | None = None
-        self._answer: tuple[Any, ...] = ()
+        self._settled = False
+        self._deadline: Deadline | None = None
 
     def answer(self, *args: Any) -> None:
         """The ack callback: the Computer's answer, whatever its arity."""
@@ -36,61 +49,70 @@ class Waiter:
     def peer_gone(self) -> None:
         self._settle(Outcome.PEER_GONE, ())
 
-    def wait(self, timeout: float) -> Outcome:
-        if not self._done.wait(timeout):
-            return Outcome.TIMED_OUT
-        assert self._outcome is not None
-        return self._outcome
+    def _time_out(self) -> None:
+        self._settle(Outcome.TIMED_OUT, ())
 
-    @property
-    def relayed_answer(self) -> Any:
-        """The answer as a handler returns it, so the ack to the Agent carries the same
-        values: one value as is, several as a tuple, none as None."""
-        if len(self._answer) == 1:
-            return self._answer[0]
-        return self._answer or None
+    def _arm(self, deadline: Deadline) -> None:
+        with self._lock:
+            if not self._settled:
+                self._deadline = deadline
+                return
+        deadline.cancel()  # settled meanwhile (its peer left)
 
     def _settle(self, outcome: Outcome, args: tuple[Any, ...]) -> None:
         with self._lock:
-            if self._outcome is not None:
+            if self._settled:
                 return
-            self._outcome, self._answer = outcome, args
-        self._done.set()
+            self._settled = True
+            deadline = self._deadline
+        if deadline is not None:
+            deadline.cancel()
+        self._pending._forget(self._sid, self)  # before answering: the answer ends the call
+        try:
+            self.future.set_result(self._relay(outcome, args))
+        except Exception as exc:
+            self.future.set_exception(exc)
 
 
 class PendingCalls:
-    """Waiters grouped by the sid they wait on."""
+    """Forwarded requests grouped by the sid they wait on, with their deadlines."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_sid: dict[str, set[Waiter]] = {}
+        self._by_sid: dict[str, set[ForwardedRequest]] = {}
+        self._deadlines = Deadlines("smcp-server-deadlines")
 
-    @contextmanager
-    def waiting_on(self, sid: str) -> Iterator[Waiter]:
-        """A waiter registered for `sid` for the duration of the block. Register it
-        *before* checking that the peer is still there, so a disconnect cannot slip
-        between the check and the wait."""
-        waiter = Waiter()
+    def forward(self, sid: str, timeout: float, relay: Relay) -> ForwardedRequest:
+        """A request to `sid`, registered *before* the caller checks that the peer is still
+        there (so a disconnect cannot slip between the check and the emit), timing out
+        after `timeout` seconds."""
+        request = ForwardedRequest(self, sid, relay)
         with self._lock:
-            self._by_sid.setdefault(sid, set()).add(waiter)
-        try:
-            yield waiter
-        finally:
-            with self._lock:
-                waiters = self._by_sid.get(sid)
-                if waiters is not None:
-                    waiters.discard(waiter)
-                    if not waiters:
-                        del self._by_sid[sid]
+            self._by_sid.setdefault(sid, set()).add(request)
+        request._arm(self._deadlines.call_at(time.monotonic() + timeout, request._time_out))
+        return request
 
     def peer_gone(self, sid: str) -> int:
-        """Wake every waiter of `sid` with `Outcome.PEER_GONE`; return how many."""
+        """Settle every request to `sid` with `Outcome.PEER_GONE`; return how many."""
         with self._lock:
-            waiters = self._by_sid.pop(sid, set())
-        for waiter in waiters:
-            waiter.peer_gone()
-        return len(waiters)
+            requests = list(self._by_sid.get(sid, ()))
+        for request in requests:
+            request.peer_gone()
+        return len(requests)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop the deadline thread (call after dropping connections: every request has
+        settled then); a later `forward` starts it again."""
+        self._deadlines.shutdown(timeout)
+
+    def _forget(self, sid: str, request: ForwardedRequest) -> None:
+        with self._lock:
+            requests = self._by_sid.get(sid)
+            if requests is not None:
+                requests.discard(request)
+                if not requests:
+                    del self._by_sid[sid]
 
     def __len__(self) -> int:
         with self._lock:
-            return sum(len(w) for w in self._by_sid.values())
+            return sum(len(r) for r in self._by_sid.values())

@@ -2,13 +2,16 @@
 
 The request is checked (payload model, caller is the joined Agent it claims to be, the
 Computer is in the caller's office), forwarded unchanged, and the Computer's answer is
-relayed unchanged. A Computer that does not answer in time yields 408, one that
+relayed unchanged, sent from the thread its ack arrives on: no handler thread waits for
+it (`pending`). A Computer that does not answer in time yields 408, one that
 disconnects first yields 404 at once.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..protocol import events
@@ -61,7 +64,9 @@ class Router:
         route.__name__ = f"route_{event.replace(':', '_')}"
         return route
 
-    def _route(self, event: str, model: type, sid: str, args: tuple[Any, ...]) -> Any:
+    def _route(self, event: str, model: type, sid: str, args: tuple[Any, ...]) -> Future[Any]:
+        """Check and forward the request; the answer comes when the Computer's ack does
+        (the returned future's result: `answers` sends it then)."""
         req = parse_payload(model, args)
         caller = self._offices.agent(sid, req.agent)
         target = self._offices.registry.find(caller.office_id, "computer", req.computer)
@@ -70,19 +75,12 @@ class Router:
                 f"no computer named {req.computer!r} in this office", details={"computer": req.computer}
             )
         timeout = self._timeout_for(req)
-        with self._pending.waiting_on(target.sid) as waiter:
-            if self._offices.registry.session(target.sid) is None:
-                raise _gone(req.computer, event)
-            self._offices.sio.emit(event, args[0], to=target.sid, namespace=NAMESPACE, callback=waiter.answer)
-            outcome = waiter.wait(timeout)
-        if outcome is Outcome.PEER_GONE:
-            raise _gone(req.computer, event)
-        if outcome is Outcome.TIMED_OUT:
-            raise SMCPTimeoutError(
-                f"computer {req.computer!r} did not answer {event} within {timeout:g} s",
-                details={"computer": req.computer, "timeout": timeout},
-            )
-        return waiter.relayed_answer
+        forwarded = self._pending.forward(target.sid, timeout, functools.partial(_relay, event, req.computer, timeout))
+        if self._offices.registry.session(target.sid) is None:
+            forwarded.peer_gone()
+        else:
+            self._offices.sio.emit(event, args[0], to=target.sid, namespace=NAMESPACE, callback=forwarded.answer)
+        return forwarded.future
 
     def _timeout_for(self, req: Any) -> float:
         if not isinstance(req, ToolCallReq):
@@ -95,8 +93,16 @@ class Router:
         return req.timeout + self._tool_call_buffer
 
 
-def _gone(computer: str, event: str) -> NotFoundError:
-    return NotFoundError(
-        f"computer {computer!r} disconnected before answering {event}",
-        details={"computer": computer},
-    )
+def _relay(event: str, computer: str, timeout: float, outcome: Outcome, answer: tuple[Any, ...]) -> Any:
+    """The Computer's answer as a handler returns it, so the ack to the Agent carries the
+    same values (one as is, several as a tuple, none as None); or the error it ended in."""
+    if outcome is Outcome.PEER_GONE:
+        raise NotFoundError(f"computer {computer!r} disconnected before answering {event}", details={"computer": computer})
+    if outcome is Outcome.TIMED_OUT:
+        raise SMCPTimeoutError(
+            f"computer {computer!r} did not answer {event} within {timeout:g} s",
+            details={"computer": computer, "timeout": timeout},
+        )
+    if len(answer) == 1:
+        return answer[0]
+    return answer or None
