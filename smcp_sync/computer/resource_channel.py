@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Generic, Sequence, TypeVar
+from typing import Any, Callable, Generic, NamedTuple, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -54,11 +54,12 @@ def scheme_and_host(uri: str) -> tuple[str, str] | None:
     return (parts.scheme.lower(), parts.netloc) if parts.scheme else None
 
 
-@attrs.frozen
-class Entry(Generic[V]):
+class Entry(NamedTuple):
+    """A listed resource and its value. A tuple: a catalogue makes thousands per request."""
+
     server: str
     uri: str
-    value: V
+    value: Any
 
 
 @attrs.frozen
@@ -66,7 +67,7 @@ class Gathered(Generic[V]):
     """What a reader gets: the entries, and whether any were left out because they were
     still being read in the background (then the channel's update event follows)."""
 
-    entries: list[Entry[V]]
+    entries: list[Entry]
     complete: bool = True
 
 
@@ -127,7 +128,7 @@ class ResourceChannel(Generic[V]):
         listed = {server: [u for u in self.cache.uris(server) if uri is None or u == uri] for server in servers}
         read_now = {server: self._read_unwarmed(server, uris) for server, uris in listed.items()}
         complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started))
-        found: list[Entry[V]] = []
+        found: list[Entry] = []
         for server, uris in listed.items():
             values = {**read_now[server], **self.cache.cached(server)[0]}
             found.extend(
