@@ -12,7 +12,8 @@ Local use needs no Server at all::
 
 Threads (all stopped by `close()`): the bridge loop (MCP I/O), the event thread
 (tool-list refreshes, resource change detection, listeners), the debounce thread
-(`server:update_desktop` / `server:update_finder`), and the Socket.IO client's own.
+(`server:update_desktop` / `server:update_finder`), the warm-up thread (reads windows
+and document summaries into the cache in the background), and the Socket.IO client's own.
 """
 
 from __future__ import annotations
