@@ -155,6 +155,8 @@ class Computer:
                 return
             self._closed = True
             started = self._started
+        if started:
+            self._watch.halt_warm_up()  # its requests would fail, noisily, once the servers stop
         # The MCP servers stop as soon as the Server has seen this Computer leave (and failed
         # the calls in flight): the handlers of those calls, waiting on an MCP request, then
         # end at once instead of holding the close up until their requests time out.

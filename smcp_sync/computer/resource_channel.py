@@ -136,10 +136,11 @@ class ResourceChannel(Generic[V]):
             )
         return Gathered(found, complete)
 
-    def warm(self, server: str, subscribe: Subscribe, limit: int) -> WarmStep:
+    def warm(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
         """Subscribe to and read (then cache) up to `limit` of the URIs `server` has
         waiting for the warm-up. A URI whose subscription is refused is not read: it
-        could not be cached, so readers read it on demand."""
+        could not be cached, so readers read it on demand. Once `halted()`, what the
+        requests gave is dropped unlogged (the MCP servers are stopping)."""
         batch = self.cache.take_warming(server, limit)
         if batch is None:
             return WarmStep(worked=False)
@@ -147,9 +148,9 @@ class ResourceChannel(Generic[V]):
             accepted = subscribe(server, batch.unsubscribed) if batch.unsubscribed else set()
             self.cache.subscribed(server, batch.generation, accepted)
             ticket = self.cache.ticket(server)  # after subscribing: a change from now on is heard
-            if ticket is not None and ticket.generation == batch.generation:
+            if ticket is not None and ticket.generation == batch.generation and not halted():
                 refused = set(batch.unsubscribed) - accepted
-                self._read(server, [u for u in batch.uris if u not in refused], ticket)
+                self._read(server, [u for u in batch.uris if u not in refused], ticket, halted)
         finally:
             announce = self.cache.finish(server, batch.generation, batch.uris)
         return WarmStep(worked=True, announce=announce)
@@ -187,7 +188,9 @@ class ResourceChannel(Generic[V]):
         missing, ticket = self.cache.unread(server, uris)
         return self._read(server, missing, ticket)
 
-    def _read(self, server: str, uris: Sequence[str], ticket: Ticket | None) -> dict[str, V | _Unreadable]:
+    def _read(
+        self, server: str, uris: Sequence[str], ticket: Ticket | None, halted: Callable[[], bool] = lambda: False
+    ) -> dict[str, V | _Unreadable]:
         """The value of each of `uris`, read all at once; cached unless they changed since
         `ticket` (None: not at all). A timeout is not cached: it may answer next time."""
         fresh: dict[str, V | _Unreadable] = {}
@@ -199,7 +202,10 @@ class ResourceChannel(Generic[V]):
                 fresh[uri] = self._unreadable(server, uri, exc)
             else:
                 to_read.append(uri)
-        for uri, contents in zip(to_read, self._read_many(server, to_read) if to_read else ()):
+        answers = self._read_many(server, to_read) if to_read else ()
+        if halted():
+            return {}
+        for uri, contents in zip(to_read, answers):
             try:
                 if isinstance(contents, SMCPError):
                     raise contents

@@ -77,6 +77,10 @@ class ResourceWatch:
         self._debouncer.start()
         self._warmer.start()
 
+    def halt_warm_up(self) -> None:
+        """Read nothing more in the background; call before stopping the MCP servers."""
+        self._warmer.halt()
+
     def stop(self, timeout: float) -> None:
         self._warmer.stop(timeout)
         self._debouncer.stop(timeout)
@@ -160,7 +164,7 @@ class ResourceWatch:
         """The URIs of `uris` the server accepted a subscription to (asked all at once)."""
         outcomes = self._manager.subscribe_resources(server, uris, self._timeout)
         refused = [(uri, failure) for uri, failure in zip(uris, outcomes) if failure is not None]
-        if refused:
+        if refused and not self._warmer.halted:  # else: refused because the servers are stopping
             uri, failure = refused[0]
             log.warning(
                 "MCP server %r refused %d subscription(s), e.g. to %s: %s", server, len(refused), uri, failure.message

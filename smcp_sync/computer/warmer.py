@@ -51,12 +51,22 @@ class Warmer:
                 self._queue.setdefault((channel, server), None)
                 self._changed.notify()
 
-    def stop(self, timeout: float) -> None:
-        """Stop after the batch under way (its requests end once the MCP servers are stopped)."""
+    @property
+    def halted(self) -> bool:
+        return self._stopped
+
+    def halt(self) -> None:
+        """Warm nothing more, and drop what the batch under way reads, unlogged: called
+        before the MCP servers stop, whose requests then fail (the Computer is closing)."""
         with self._changed:
             self._stopped = True
             self._queue.clear()
             self._changed.notify()
+
+    def stop(self, timeout: float) -> None:
+        """`halt`, and wait for the batch under way (its requests end once the MCP servers
+        are stopped)."""
+        self.halt()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -73,11 +83,10 @@ class Warmer:
                 del self._queue[key]
             channel, server = key
             try:
-                step = channel.warm(server, self._subscribe, self._batch)
+                step = channel.warm(server, self._subscribe, self._batch, lambda: self._stopped)
             except Exception:
-                with self._changed:
-                    if self._stopped:  # the bridge may be gone: nothing to report
-                        return
+                if self._stopped:  # the bridge may be gone: nothing to report
+                    return
                 log.exception("warming the %s resources of MCP server %r failed", channel.name, server)
                 continue
             if step.announce:
