@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Callable, Hashable
 
+from .thread_stop import join_stopped
+
 log = logging.getLogger(__name__)
 
 
@@ -51,10 +53,7 @@ class Debouncer:
         with self._changed:
             self._stopped = True
             self._changed.notify()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("debounce thread %s did not stop within %.1fs", self._thread.name, timeout)
+        join_stopped(self._thread, timeout, "debounce thread")
 
     def _run(self) -> None:
         while True:

@@ -14,6 +14,7 @@ import threading
 from typing import Callable, Sequence
 
 from .status import ServerEvent
+from .thread_stop import join_stopped
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +40,7 @@ class EventPump:
         """Stop after the events already posted; from a listener, without waiting."""
         if self._thread.is_alive():
             self._queue.put(_STOP)
-            if threading.current_thread() is self._thread:
-                return
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("event thread %s did not stop within %.1fs", self._thread.name, timeout)
+            join_stopped(self._thread, timeout, "event thread")
 
     def _run(self) -> None:
         while True:

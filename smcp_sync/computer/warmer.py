@@ -18,6 +18,7 @@ import threading
 from typing import Any, Callable
 
 from .resource_channel import ResourceChannel, Subscribe
+from .thread_stop import join_stopped
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,7 @@ class Warmer:
         """`halt`, and wait for the batch under way (its requests end once the MCP servers
         are stopped)."""
         self.halt()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("warm-up thread %s did not stop within %.1fs", self._thread.name, timeout)
+        join_stopped(self._thread, timeout, "warm-up thread")
 
     def _run(self) -> None:
         while True:
