@@ -76,9 +76,6 @@ _RECONNECT_ABORT_POLL = 0.02
 
 Handler = Callable[[Any], Any]
 
-_RESERVED_EVENTS = frozenset({"connect", "disconnect", "connect_error", "message"})
-
-
 class NotConnectedError(SMCPError, ConnectionError):
     """No usable session: never connected, closed, refused, or lost and not yet back.
 
@@ -448,7 +445,7 @@ class Connection:
     def on(self, event: str, handler: Handler) -> None:
         """Handle `event` from the Server: `handler(payload)` runs on its own thread and
         its return value is the answer. It validates its own payload."""
-        if event in _RESERVED_EVENTS:
+        if event in events.RESERVED_EVENT_NAMES:
             raise ValueError(f"{event!r} is handled by the connection itself")
         self._handlers[event] = _answering(event, handler, lambda: self.max_message_length)
         self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)

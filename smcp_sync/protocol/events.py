@@ -63,6 +63,11 @@ NOTIFY_EVENTS = frozenset(
     }
 )
 
+#: Names Socket.IO or python-socketio give a meaning of their own (lifecycle handlers,
+#: the catch-all, `send()`): a peer sending an *event* by one of these names must be
+#: refused, or it would run e.g. the disconnect handler while its socket stays open.
+RESERVED_EVENT_NAMES = frozenset({"connect", "connect_error", "disconnect", "__disconnect_final", "message", "*"})
+
 #: A Computer's `server:update_*` event and the notification the Server fans out for it.
 UPDATE_TO_NOTIFICATION = {
     UPDATE_CONFIG: UPDATE_CONFIG_NOTIFICATION,

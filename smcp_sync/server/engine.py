@@ -20,7 +20,8 @@ import engineio
 import socketio
 from socketio import packet
 
-from ..protocol.errors import BadRequestError
+from ..protocol import events
+from ..protocol.errors import BadRequestError, ErrorCode
 from ..worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -142,11 +143,30 @@ class SocketIOServer(socketio.Server):
         except ValueError as exc:  # json.JSONDecodeError included
             self._refuse(eio_sid, data, f"it cannot be decoded ({str(exc)[:100]})")
 
-    def _handle_event(self, eio_sid: str, namespace: str | None, id: int | None, data: Any) -> None:
-        if isinstance(data, list) and data and isinstance(data[0], str):
-            super()._handle_event(eio_sid, namespace, id, data)
+    def _handle_connect(self, eio_sid: str, namespace: str | None, data: Any) -> None:
+        """python-socketio's, refusing a second CONNECT for a namespace this Engine.IO
+        session already has a Socket.IO session in: python-socketio would make a second
+        sid on the same socket, and the first (still in its office room, still in the
+        registry) would outlive the disconnect, which ends only the newest."""
+        if self.manager.sid_from_eio_sid(eio_sid, namespace or "/") is not None:
+            logger.warning("refused a second connect to %s on Engine.IO session %s", namespace or "/", eio_sid)
+            refusal = {"message": "already connected to this namespace", "data": {"code": int(ErrorCode.BAD_REQUEST)}}
+            self._send_packet(eio_sid, self.packet_class(packet.CONNECT_ERROR, data=refusal, namespace=namespace))
             return
-        self._answer_refusal(eio_sid, namespace, id, "an event must be a JSON array whose first item is the event name")
+        super()._handle_connect(eio_sid, namespace, data)
+
+    def _handle_event(self, eio_sid: str, namespace: str | None, id: int | None, data: Any) -> None:
+        """python-socketio's, for well-formed events whose name is not reserved. It would
+        run a lifecycle handler for an *event* named `disconnect` or `connect`: a client
+        could leave the registry (and its office's notice) while staying in the room."""
+        if not (isinstance(data, list) and data and isinstance(data[0], str)):
+            self._answer_refusal(eio_sid, namespace, id, "an event must be a JSON array whose first item is the event name")
+        elif data[0] in events.RESERVED_EVENT_NAMES:
+            self._answer_refusal(
+                eio_sid, namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", details={"event": data[0]}
+            )
+        else:
+            super()._handle_event(eio_sid, namespace, id, data)
 
     def _refuse(self, eio_sid: str, data: Any, why: str) -> None:
         header = _EVENT_HEADER.match(data) if isinstance(data, str) else None
@@ -156,13 +176,15 @@ class SocketIOServer(socketio.Server):
         namespace, id = header.group("namespace"), header.group("id")
         self._answer_refusal(eio_sid, namespace, int(id) if id else None, f"malformed event packet: {why}")
 
-    def _answer_refusal(self, eio_sid: str, namespace: str | None, id: int | None, message: str) -> None:
+    def _answer_refusal(
+        self, eio_sid: str, namespace: str | None, id: int | None, message: str, details: dict[str, Any] | None = None
+    ) -> None:
         namespace = namespace or "/"
         sid = self.manager.sid_from_eio_sid(eio_sid, namespace)
-        logger.warning("refused a malformed event from %s: %s", sid or eio_sid, message)
+        logger.warning("refused an event from %s: %s", sid or eio_sid, message)
         if sid is None or id is None:
             return
-        self._send_answer(eio_sid, namespace, id, BadRequestError(message).to_wire())
+        self._send_answer(eio_sid, namespace, id, BadRequestError(message, details=details).to_wire())
 
 
 #: The start of a Socket.IO EVENT packet: type 2, attachments, namespace, ack id.

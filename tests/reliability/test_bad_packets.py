@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import pytest
-import websocket
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,43 +16,9 @@ from smcp_sync.protocol import events
 
 from .malformed import FUZZ, JSON_VALUES, coded_error
 from .parts import start_server
+from .raw_socket import RawSocket
 
 OFFICE = "office-1"
-
-
-class RawSocket:
-    """A bare websocket speaking Engine.IO/Socket.IO text frames by hand, to send what no
-    Socket.IO library would encode: invalid JSON, nesting deeper than any decoder allows,
-    event arrays without a name."""
-
-    def __init__(self, url: str) -> None:
-        self._ws = websocket.create_connection(
-            url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket", timeout=10
-        )
-        self._next_id = 0
-        assert self._receive().startswith("0{")  # Engine.IO open
-        self._ws.send(f"40{events.NAMESPACE},")
-        assert self._receive().startswith(f"40{events.NAMESPACE},")
-
-    def ask(self, body: str) -> Any:
-        """Send an event packet with `body` as its JSON part; the answer's arguments."""
-        self._next_id += 1
-        header = f"2{events.NAMESPACE},{self._next_id}"
-        self._ws.send("4" + header + body)
-        answer = self._receive()
-        expected = f"43{events.NAMESPACE},{self._next_id}"
-        assert answer.startswith(expected), f"{answer!r:.200} does not answer {header!r}"
-        return json.loads(answer[len(expected):])
-
-    def _receive(self) -> str:
-        while True:
-            frame = self._ws.recv()
-            if frame != "2":  # answer Engine.IO pings, skip nothing else
-                return frame
-            self._ws.send("3")
-
-    def close(self) -> None:
-        self._ws.close(timeout=0)
 
 
 def _nested_text(depth: int) -> str:
