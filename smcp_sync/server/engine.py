@@ -136,6 +136,15 @@ class SocketIOServer(socketio.Server):
         self._send_packet(eio_sid, self.packet_class(packet.ACK, namespace=namespace, id=id, data=data))
 
     def _handle_eio_message(self, eio_sid: str, data: Any) -> None:
+        """python-socketio's, answering undecodable packets, and refusing binary ones:
+        A2C-SMCP is JSON only (blobs travel as base64), and python-socketio would hold a
+        packet's declared attachments in memory, as many as the client announces."""
+        if not isinstance(data, str):
+            logger.warning("dropped a binary message from %s: A2C-SMCP carries JSON only", eio_sid)
+            return
+        if data[:1] in _BINARY_PACKET_TYPES:
+            self._refuse(eio_sid, data, "binary attachments are not part of A2C-SMCP")
+            return
         try:
             super()._handle_eio_message(eio_sid, data)
         except RecursionError:
@@ -187,5 +196,7 @@ class SocketIOServer(socketio.Server):
         self._send_answer(eio_sid, namespace, id, BadRequestError(message, details=details).to_wire())
 
 
-#: The start of a Socket.IO EVENT packet: type 2, attachments, namespace, ack id.
-_EVENT_HEADER = re.compile(r"2(?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<id>\d{1,15})?")
+#: Socket.IO packet types BINARY_EVENT and BINARY_ACK, as the first character of a packet.
+_BINARY_PACKET_TYPES = frozenset({str(packet.BINARY_EVENT), str(packet.BINARY_ACK)})
+#: The start of a Socket.IO (BINARY_)EVENT packet: type, attachments, namespace, ack id.
+_EVENT_HEADER = re.compile(r"[25](?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<id>\d{1,15})?")

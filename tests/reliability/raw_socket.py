@@ -42,6 +42,18 @@ class RawSocket:
             assert answer.startswith(f"42{events.NAMESPACE},"), f"{answer!r:.200} does not answer {header!r}"
             self._keep_event(answer)
 
+    def send_packet(self, packet: str, ack_id: int) -> Any:
+        """Send a whole Socket.IO packet, as text, that asks for answer `ack_id`; the answer's arguments."""
+        self._ws.send("4" + packet)
+        expected = f"43{events.NAMESPACE},{ack_id}"
+        answer = self._receive()
+        assert answer.startswith(expected), f"{answer!r:.200} does not answer {packet!r:.100}"
+        return json.loads(answer[len(expected):])
+
+    def send_binary(self, data: bytes) -> None:
+        """Send an Engine.IO binary message (what would be a packet's attachment)."""
+        self._ws.send_binary(data)
+
     def emit(self, event: str, payload: Any) -> Any:
         """`ask` for one event and its payload."""
         return self.ask(json.dumps([event, payload]))

@@ -96,3 +96,15 @@ def test_a_second_connect_packet_on_one_socket_is_refused(ghost):
     refusal = json.loads(answer[len(f"44{events.NAMESPACE},"):])
     assert "already connected" in refusal["message"]
     assert _members(ghost, "ghost", OFFICE) == ["ghost"]  # the first session is intact
+
+
+def test_binary_packets_are_refused_and_their_attachments_never_held(ghost):
+    """A2C-SMCP is JSON only; python-socketio would keep every attachment a packet
+    announces until they all arrive: memory the client chooses."""
+    assert _join(ghost, "agent", "ghost", OFFICE) == [True, None]
+    for _ in range(20):
+        answer = ghost.send_packet(f'51000000-{events.NAMESPACE},7["server:list_room",{{"_placeholder":true,"num":0}}]', 7)
+        error = SMCPError.from_wire(answer[0])
+        assert error is not None and error.code == ErrorCode.BAD_REQUEST and "binary" in error.message
+    ghost.send_binary(b"\x00" * 1024)  # a stray attachment: dropped
+    assert _members(ghost, "ghost", OFFICE) == ["ghost"]
