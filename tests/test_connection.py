@@ -157,9 +157,9 @@ def test_handler_return_value_is_the_answer_and_errors_become_error_objects(conn
         return conn.call("test:ask", {"event": "client:probe", "payload": payload}, timeout=5)["answer"]
 
     assert ask({"x": 1}) == {"got": {"x": 1}}
-    assert ask([1]) == {"error": {"code": 400, "message": "expected an object @ $"}}
+    assert ask([1]) == {"code": 400, "message": "expected an object @ $"}
     crashed = ask({"boom": True})
-    assert crashed == {"error": {"code": 500, "message": "internal error while handling client:probe"}}
+    assert crashed == {"code": 500, "message": "internal error while handling client:probe"}
     assert ask({"y": 2}) == {"got": {"y": 2}}  # the handler still answers
 
 

@@ -6,12 +6,14 @@ an error of the call that adds it, naming the field). Lifecycle operations are
 serialised by one lock that is never taken on the loop; reads use snapshots.
 
 The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
-`complete`) are the seam for Desktop and Finder: they raise `SMCPError`s, with MCP
-server errors as `MCPServerError` (500) carrying the JSON-RPC code, except a server's
-refusal of the request (unknown resource or method, invalid params: 404 / 400, the
-JSON-RPC code in ``details["mcp_code"]``) and the Finder errors
-4201–4204 a server reports by the convention of `smcp_sync/demo/servers/finder_errors.py`
-(``data.smcp_code``, or a ``[42xx] `` message prefix), which keep their code.
+`complete`) are the seam for Desktop and Finder: they raise `SMCPError`s. An unknown
+server is 4014, a server that did not declare the capability a request needs 4015
+(spec-0.3/error-handling.md). MCP server errors are `MCPServerError` (500) carrying the
+JSON-RPC code, except a server's refusal of the request (unknown resource or method,
+invalid params: 404 / 400, the JSON-RPC code in ``details["mcp_code"]``) and the Finder
+errors 4201–4204 a server reports by the convention of
+`smcp_sync/demo/servers/finder_errors.py` (``data.smcp_code``, or a ``[42xx] `` message
+prefix), which keep their code.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ import anyio
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import (
     BadRequestError,
+    CapabilityNotSupportedError,
     ErrorCode,
     InternalError,
-    NotFoundError,
+    MCPServerNotFoundError,
     SMCPError,
     SMCPTimeoutError,
     cut_short,
@@ -230,9 +233,11 @@ class ServerManager:
         return self.request(server, all_pages, timeout, "resources/list")
 
     def list_resources_page(self, server: str, cursor: str | None, timeout: float) -> tuple[list[Resource], str | None]:
+        self._require(server, "resources")
         return self.request(server, lambda s: s.list_resources(cursor), timeout, "resources/list")
 
     def read_resource(self, server: str, uri: str, timeout: float) -> list[ResourceContents]:
+        self._require(server, "resources")
         return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {cut_short(repr(uri))}")
 
     def read_resources(
@@ -260,12 +265,7 @@ class ServerManager:
         context: CompletionContext | None,
         timeout: float,
     ) -> Completion:
-        capabilities = self.status(server).capabilities
-        if capabilities is not None and not capabilities.completions:
-            raise NotFoundError(
-                f"MCP server {server!r} offers no completion (it did not declare the completions capability)",
-                details={"mcp_server": server},
-            )
+        self._require(server, "completions")
         return self.request(server, lambda s: s.complete(ref, argument, context), timeout, "completion/complete")
 
     def request(self, server: str, operation: Callable[[McpSession], Awaitable[T]], timeout: float, what: str) -> T:
@@ -302,8 +302,20 @@ class ServerManager:
     def _connection(self, name: str) -> ServerConnection:
         connection = self._connection_or_none(name)
         if connection is None:
-            raise NotFoundError(f"no MCP server named {cut_short(repr(name))}", details={"mcp_server": cut_short(name)})
+            raise MCPServerNotFoundError(
+                f"no MCP server named {cut_short(repr(name))}", fields={"mcp_server": cut_short(name)}
+            )
         return connection
+
+    def _require(self, server: str, capability: str) -> None:
+        """4015 when `server` is known not to have declared `capability` (a server that has
+        not initialized yet is asked anyway: its own answer says)."""
+        capabilities = self.status(server).capabilities
+        if capabilities is not None and not getattr(capabilities, capability):
+            raise CapabilityNotSupportedError(
+                f"MCP server {server!r} does not support {capability!r} (it did not declare the capability)",
+                fields={"mcp_server": server, "capability": capability},
+            )
 
     def _connection_or_none(self, name: str) -> ServerConnection | None:
         with self._data:

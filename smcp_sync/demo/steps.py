@@ -81,7 +81,7 @@ class Walkthrough:
             try:
                 lines, data = show()
             except SMCPError as exc:
-                yield Step(key, title, (f"failed: {exc}",), {"error": exc.to_wire()["error"]}, exc)
+                yield Step(key, title, (f"failed: {exc}",), {"error": exc.to_wire()}, exc)
             else:
                 yield Step(key, title, tuple(lines), data)
 

@@ -1,7 +1,7 @@
 """How every Server handler answers: payload validation in, coded answers out.
 
 A handler body raises `SMCPError` for a refusal; the guards here turn it into the answer
-the event's caller expects (the spec's error object, or the two-value join/leave ack),
+the event's caller expects (the flat error payload, or the two-value join/leave ack),
 turn any other exception into a 500 without a stack trace on the wire, and keep the
 handler thread alive whatever happens. A body that answers later (a routed request
 waiting for its Computer) returns a `Future`, and gets the same treatment when it is done.
@@ -57,7 +57,7 @@ def parse_payload(model: type[T], args: tuple[Any, ...]) -> T:
 
 
 def answer_with_error_object(event: str) -> Callable[[Handler], Handler]:
-    """For request/response events: the body's result on success, `{"error": {...}}` on refusal."""
+    """For request/response events: the body's result on success, the flat error payload on refusal."""
     return functools.partial(_guard, event, on_success=lambda result: result, on_error=lambda err: err.to_wire())
 
 

@@ -2,9 +2,10 @@
 
 The request is checked (payload model, caller is the joined Agent it claims to be, the
 Computer is in the caller's office), forwarded unchanged, and the Computer's answer is
-relayed unchanged, sent from the thread its ack arrives on: no handler thread waits for
-it (`pending`). A Computer that does not answer in time yields 408, one that
-disconnects first yields 404 at once.
+relayed unchanged (except an error in the nested form of older Computers, which becomes
+the flat payload current Agents read), sent from the thread its ack arrives on: no
+handler thread waits for it (`pending`). A Computer that does not answer in time yields
+408, one that disconnects first yields 404 at once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ..protocol import events
-from ..protocol.errors import BadRequestError, NotFoundError, SMCPTimeoutError
+from ..protocol.errors import BadRequestError, NotFoundError, SMCPError, SMCPTimeoutError
 from ..protocol.events import NAMESPACE
 from ..protocol.models import (
     CompleteReq,
@@ -104,5 +105,12 @@ def _relay(event: str, computer: str, timeout: float, outcome: Outcome, answer: 
             details={"computer": computer, "timeout": timeout},
         )
     if len(answer) == 1:
-        return answer[0]
+        return _flattened(answer[0])
     return answer or None
+
+
+def _flattened(answer: Any) -> Any:
+    """`answer`, with an error in the nested ``{"error": {...}}`` form of older Computers
+    rewritten as the flat payload (a 0.4 Agent reads only a top-level `code`)."""
+    error = SMCPError.from_wire(answer)
+    return error.to_wire() if error is not None and "error" in answer else answer

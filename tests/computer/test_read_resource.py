@@ -24,6 +24,7 @@ from smcp_sync.protocol import (
     ErrorCode,
     FinderError,
     InvalidURIError,
+    MCPServerNotFoundError,
     NotFoundError,
     PromptReference,
     ResourceTemplateReference,
@@ -163,7 +164,7 @@ def test_uris_are_routed_by_host_and_other_schemes_need_mcp_server(
         reader.read_resource("file:///notes.txt")
     assert caught.value.details == {"field": "mcp_server"}
     assert reader.read_resource("file:///notes.txt", mcp_server="res")[0].text == "plain notes"
-    with pytest.raises(NotFoundError, match="no MCP server named 'ghost'"):
+    with pytest.raises(MCPServerNotFoundError, match="no MCP server named 'ghost'"):
         reader.read_resource("file:///notes.txt", mcp_server="ghost")
     with pytest.raises(NotFoundError, match="no MCP server of this computer lists window://elsewhere URIs"):
         reader.read_resource("window://elsewhere/w")
@@ -217,5 +218,5 @@ def test_resource_pages_follow_the_servers_cursor(reader: Computer) -> None:
         if cursor is None:
             break
     assert pages == [[r["uri"] for r in RESOURCES[i : i + 2]] for i in (0, 2, 4)]
-    with pytest.raises(NotFoundError):
+    with pytest.raises(MCPServerNotFoundError):
         reader.get_resources("ghost")

@@ -19,6 +19,7 @@ from smcp_sync.protocol import (
     BadRequestError,
     CompletionArgument,
     CompletionContext,
+    MCPServerNotFoundError,
     NotFoundError,
     PromptReference,
     SMCPTimeoutError,
@@ -132,8 +133,9 @@ def test_completion_values_and_errors(computer_factory: Any) -> None:
 
 
 def test_unknown_and_stopped_servers_are_clear_errors(computer: Computer) -> None:
-    with pytest.raises(NotFoundError, match="no MCP server named 'ghost'"):
+    with pytest.raises(MCPServerNotFoundError, match="no MCP server named 'ghost'") as unknown:
         computer.servers.list_resources("ghost", timeout=5)
+    assert unknown.value.to_wire() == {"code": 4014, "message": "no MCP server named 'ghost'", "mcp_server": "ghost"}
     computer.stop_server("res")
     with pytest.raises(MCPServerError) as caught:
         computer.servers.read_resource("res", "window://app/main", timeout=5)

@@ -185,14 +185,14 @@ def test_bad_requests_get_a_400_naming_the_field(computer_factory: Any, no_leaks
 
         base = {"agent": "a1", "req_id": "r", "computer": "c1"}
         missing = ask(events.TOOL_CALL, {**base, "params": {}, "timeout": 5})
-        assert missing["error"]["code"] == 400 and "$.tool_name" in missing["error"]["message"]
+        assert missing["code"] == 400 and "$.tool_name" in missing["message"]
         negative = ask(events.TOOL_CALL, {**base, "tool_name": "echo", "params": {}, "timeout": -1})
-        assert negative["error"]["code"] == 400 and "$.timeout" in negative["error"]["message"]
+        assert negative["code"] == 400 and "$.timeout" in negative["message"]
         wrong_type = ask(events.TOOL_CALL, {**base, "tool_name": "echo", "params": [], "timeout": 5})
-        assert wrong_type["error"]["code"] == 400 and "$.params" in wrong_type["error"]["message"]
+        assert wrong_type["code"] == 400 and "$.params" in wrong_type["message"]
         elsewhere = ask(events.GET_TOOLS, {**base, "computer": "c2"})
-        assert elsewhere["error"]["code"] == 404
-        assert ask(events.GET_TOOLS, "not an object")["error"]["code"] == 400
+        assert elsewhere["code"] == 404
+        assert ask(events.GET_TOOLS, "not an object")["code"] == 400
         # the handler threads survived: a good request still works
         good = ask(events.TOOL_CALL, {**base, "tool_name": "echo", "params": {"text": "ok"}, "timeout": 5})
         assert good["content"][0]["text"] == "ok"

@@ -203,11 +203,11 @@ def test_view_calls_a_tool_and_the_same_app_serves_agents(example, start_app, cl
     status, failed = call_view(app, "laptop", "fail", {"message": "disk full"})
     assert (status, failed["isError"], failed["content"]) == (200, True, [{"type": "text", "text": "disk full"}])
     status, missing = call_view(app, "desktop", "echo", {"text": "x"})
-    assert (status, missing["error"]["code"]) == (404, 404)
-    assert "desktop" in missing["error"]["message"]
+    assert (status, missing["code"]) == (404, 404)
+    assert "desktop" in missing["message"]
     assert call_view(app, "laptop", "echo", ["not", "an", "object"]) == (
         400,
-        {"error": {"code": 400, "message": "the request body must be a JSON object of tool arguments"}},
+        {"code": 400, "message": "the request body must be a JSON object of tool arguments"},
     )
 
     # The view's Agent sits in the office: the app's Socket.IO side and its view share one Server.
@@ -224,7 +224,7 @@ def test_view_calls_a_tool_and_the_same_app_serves_agents(example, start_app, cl
 def test_ctrl_c_stops_the_app_promptly_with_its_agent_connected(example, start_app):
     app = start_app(example)
     status, answer = call_view(app, "laptop", "echo", {"text": "x"})  # makes the view's Agent; no Computer
-    assert (status, answer["error"]["code"]) == (404, 404)
+    assert (status, answer["code"]) == (404, 404)
 
     code, elapsed = app.stop(signal.SIGINT)
     assert code == 0, "".join(app.output)

@@ -122,7 +122,7 @@ def test_a_future_answer_is_mapped_like_a_direct_one():
 
     broken: Future = Future()
     broken.set_exception(RuntimeError("secret internals"))
-    error = _settled(guard(lambda sid: broken)("sid-1"))["error"]
+    error = _settled(guard(lambda sid: broken)("sid-1"))
     assert error["code"] == ErrorCode.INTERNAL_ERROR
     assert "secret" not in error["message"] and "client:test" in error["message"]
 

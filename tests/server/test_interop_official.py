@@ -79,8 +79,8 @@ def test_official_computer_and_agent_round_trip_through_our_server(official_pyth
     ]
     assert sized == full[:1]
 
-    # A refusal reaches the official Agent as the spec's error object, not as a timeout.
-    assert by_op(results, "call")[0]["result"]["error"]["code"] == 404
+    # A refusal reaches the official Agent as the flat error payload, not as a timeout.
+    assert by_op(results, "call")[0]["result"]["code"] == 404
 
     # Requests were forwarded unchanged, and the Agent's disconnect counted as its leave.
     tool_call = computer.find_all({"event": "recv", "name": "client:tool_call"})[0]["data"]

@@ -126,4 +126,4 @@ def test_error_answers_keep_their_code_for_a_dropped_computer_name(office):
     agent = office("agent", "a1")
     computer.leave("office-1")
     answer = agent.call(events.GET_TOOLS, CLIENT_REQUESTS[events.GET_TOOLS])
-    assert answer["error"]["code"] == ErrorCode.NOT_FOUND
+    assert answer["code"] == ErrorCode.NOT_FOUND

@@ -38,7 +38,7 @@ def error_of(event: str, answer) -> tuple[int, str]:
         assert ok is False
         err = error_from_ack(message)
         return err.code, err.message
-    return answer["error"]["code"], answer["error"]["message"]
+    return answer["code"], answer["message"]
 
 
 @pytest.fixture
@@ -67,12 +67,12 @@ def test_invalid_enum_value_names_the_allowed_values(peer_factory):
 
 def test_unknown_events_are_answered_404(members):
     answer = members["agent"].call("client:launch_missiles", {"agent": "a1"})
-    assert answer["error"] == {
+    assert answer == {
         "code": ErrorCode.NOT_FOUND,
         "message": "unknown event 'client:launch_missiles'",
         "details": {"event": "client:launch_missiles"},
     }
-    assert members["agent"].call("notify:enter_office", {})["error"]["code"] == ErrorCode.NOT_FOUND
+    assert members["agent"].call("notify:enter_office", {})["code"] == ErrorCode.NOT_FOUND
 
 
 def test_a_failing_handler_answers_500_without_internals(server, members, monkeypatch):
@@ -81,6 +81,6 @@ def test_a_failing_handler_answers_500_without_internals(server, members, monkey
 
     monkeypatch.setattr(server.registry, "members", broken)
     answer = members["agent"].call(events.LIST_ROOM, ALL_REQUESTS[events.LIST_ROOM])
-    assert answer == {"error": {"code": 500, "message": "internal server error while handling server:list_room"}}
+    assert answer == {"code": 500, "message": "internal server error while handling server:list_room"}
     monkeypatch.undo()
     assert members["agent"].call(events.LIST_ROOM, ALL_REQUESTS[events.LIST_ROOM])["req_id"] == "r"

@@ -51,8 +51,8 @@ def test_requests_reach_only_the_named_computer(office):
 def test_unknown_computer_is_404(office):
     agent = office("agent", "a1")
     answer = agent.call(events.GET_TOOLS, with_fields(events.GET_TOOLS, computer="nobody"))
-    assert answer["error"]["code"] == ErrorCode.NOT_FOUND
-    assert "nobody" in answer["error"]["message"]
+    assert answer["code"] == ErrorCode.NOT_FOUND
+    assert "nobody" in answer["message"]
 
 
 def test_a_computer_of_another_office_is_404_like_an_unknown_one(office):
@@ -60,7 +60,7 @@ def test_a_computer_of_another_office_is_404_like_an_unknown_one(office):
     elsewhere.answer(events.GET_TOOLS, lambda data: pytest.fail("crossed offices"))
     agent = office("agent", "a1", "office-1")
     answer = agent.call(events.GET_TOOLS, REQUESTS[events.GET_TOOLS])
-    assert answer["error"] == {
+    assert answer == {
         "code": ErrorCode.NOT_FOUND,
         "message": "no computer named 'c1' in this office",
         "details": {"computer": "c1"},
@@ -71,14 +71,14 @@ def test_a_computer_of_another_office_is_404_like_an_unknown_one(office):
 def test_caller_not_in_an_office_is_4103(office, peer_factory, event):
     office("computer", "c1")
     stranger = peer_factory()
-    assert stranger.call(event, REQUESTS[event])["error"]["code"] == ErrorCode.NOT_IN_ROOM
+    assert stranger.call(event, REQUESTS[event])["code"] == ErrorCode.NOT_IN_ROOM
 
 
 def test_caller_that_is_not_an_agent_is_403(office):
     office("computer", "c1")
     other = office("computer", "a1")  # a computer claiming the agent's name
     answer = other.call(events.GET_TOOLS, REQUESTS[events.GET_TOOLS])
-    assert answer["error"]["code"] == ErrorCode.FORBIDDEN
+    assert answer["code"] == ErrorCode.FORBIDDEN
 
 
 def test_agent_field_must_be_the_callers_joined_name(office):
@@ -86,8 +86,8 @@ def test_agent_field_must_be_the_callers_joined_name(office):
     computer.answer(events.TOOL_CALL, lambda data: pytest.fail("should not be forwarded"))
     agent = office("agent", "a1")
     answer = agent.call(events.TOOL_CALL, with_fields(events.TOOL_CALL, agent="impostor"))
-    assert answer["error"]["code"] == ErrorCode.FORBIDDEN
-    assert "impostor" in answer["error"]["message"]
+    assert answer["code"] == ErrorCode.FORBIDDEN
+    assert "impostor" in answer["message"]
 
 
 @pytest.mark.parametrize("timeout", [0, -1, 86401])
@@ -95,8 +95,8 @@ def test_tool_call_timeout_out_of_range_is_400(office, timeout):
     office("computer", "c1")
     agent = office("agent", "a1")
     answer = agent.call(events.TOOL_CALL, with_fields(events.TOOL_CALL, timeout=timeout))
-    assert answer["error"]["code"] == ErrorCode.BAD_REQUEST
-    assert "$.timeout" in answer["error"]["message"]
+    assert answer["code"] == ErrorCode.BAD_REQUEST
+    assert "$.timeout" in answer["message"]
 
 
 def test_tool_call_waits_its_timeout_plus_the_buffer_then_answers_408(server_factory, peer_factory, office):
@@ -111,8 +111,8 @@ def test_tool_call_waits_its_timeout_plus_the_buffer_then_answers_408(server_fac
     answer = agent.call(events.TOOL_CALL, with_fields(events.TOOL_CALL, timeout=0.5))
     elapsed = time.monotonic() - started
     release.set()
-    assert answer["error"]["code"] == ErrorCode.TIMEOUT
-    assert answer["error"]["details"] == {"computer": "c1", "timeout": 0.8}
+    assert answer["code"] == ErrorCode.TIMEOUT
+    assert answer["details"] == {"computer": "c1", "timeout": 0.8}
     assert 0.75 <= elapsed < 2.0
     assert len(server.pending) == 0
 
@@ -139,7 +139,7 @@ def test_other_requests_use_the_configurable_default_timeout(server_factory, pee
     started = time.monotonic()
     answer = agent.call(events.GET_DESKTOP, REQUESTS[events.GET_DESKTOP])
     release.set()
-    assert answer["error"]["code"] == ErrorCode.TIMEOUT
+    assert answer["code"] == ErrorCode.TIMEOUT
     assert time.monotonic() - started < 1.5
 
 
@@ -161,8 +161,8 @@ def test_computer_disconnecting_mid_call_fails_the_call_at_once(server, office):
     release.set()
     assert answers, "the Agent got no answer"
     assert time.monotonic() - started < 2.0
-    assert answers[0]["error"]["code"] == ErrorCode.NOT_FOUND
-    assert "disconnected" in answers[0]["error"]["message"]
+    assert answers[0]["code"] == ErrorCode.NOT_FOUND
+    assert "disconnected" in answers[0]["message"]
     assert len(server.pending) == 0
 
 
