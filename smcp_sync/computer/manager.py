@@ -11,9 +11,9 @@ server is 4014, a server that did not declare the capability a request needs 401
 (spec-0.3/error-handling.md). MCP server errors are `MCPServerError` (500) carrying the
 JSON-RPC code, except a server's refusal of the request (unknown resource or method,
 invalid params: 404 / 400, the JSON-RPC code in ``details["mcp_code"]``) and the Finder
-errors 4201–4204 a server reports by the convention of
-`smcp_sync/demo/servers/finder_errors.py` (``data.smcp_code``, or a ``[42xx] `` message
-prefix), which keep their code.
+errors 4201–4204 a server reports (as its JSON-RPC code, or by the convention of
+`smcp_sync/demo/servers/finder_errors.py`: ``data.smcp_code`` or a ``[42xx] `` message
+prefix), which keep their code and the server's message and details.
 """
 
 from __future__ import annotations
@@ -364,8 +364,11 @@ def _subscriber(uri: str) -> Callable[[McpSession], Awaitable[None]]:
 
 
 def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError | None:
-    """The Finder error the MCP server reported (``data.smcp_code`` and ``data.details``, or
-    a ``[42xx] `` prefix of its message), with our `details` added; None if it reported none."""
+    """The Finder error the MCP server reported, with its message and details and our
+    `details` added; None if it reported none. The code is ``data.smcp_code`` (our
+    convention), else the JSON-RPC code itself (the Finder guide's "MCP Server → Computer
+    → Server → Agent" chain: a server raising code 4202), else a ``[42xx] `` prefix of
+    the message. The details are ``data.details``, or the rest of ``data``."""
     message = failure.server_message
     if message is None:
         return None
@@ -373,10 +376,10 @@ def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError |
     prefix = _CODE_PREFIX.match(message)
     code = data.get("smcp_code")
     if isinstance(code, bool) or not isinstance(code, int):
-        code = int(prefix.group(1)) if prefix else None
+        code = failure.code if failure.code in _REPORTABLE_CODES else int(prefix.group(1)) if prefix else None
     if code not in _REPORTABLE_CODES:
         return None
-    reported = data.get("details")
+    reported = data.get("details", {key: value for key, value in data.items() if key != "smcp_code"})
     merged = {**(reported if isinstance(reported, Mapping) else {}), **details}
     return SMCPError.for_code(code, message[prefix.end() :] if prefix else message, merged)
 

@@ -59,6 +59,16 @@ NOTES = [  # listed in this order; the catalogue orders them weekly, retro, unda
         "mimeType": "application/json",
         "json": WEEKLY_PAGE,
     },
+    *(  # the Finder guide's way: the JSON-RPC error code is the Finder code
+        {"uri": uri, "listed": False, "error": {"code": code, "message": message, "data": data}}
+        for uri, code, message, data in (
+            (f"dpe://{NOTES_HOST}/archived", 4201, "document 'archived' was archived", {"doc_ref": "archived"}),
+            (f"dpe://{NOTES_HOST}/weekly/pages/7", 4202, "page 7 is past the end (1 page)",
+             {"page_index": 7, "page_count": 1}),
+            (f"dpe://{NOTES_HOST}/weekly/elements/h-9", 4203, "no element h-9 in weekly", {"element_id": "h-9"}),
+            (f"dpe://{NOTES_HOST}/weekly/elements/L~1", 4204, "element ids here are [a-z]-digits", None),
+        )
+    ),
 ]
 DOCS_ORDER = [doc_uri(name) for name in MTIMES]  # newest first
 NOTES_ORDER = [f"dpe://{NOTES_HOST}/{doc}" for doc in ("weekly", "retro", "undated")]
@@ -249,6 +259,27 @@ def test_finder_errors_reach_the_agent_typed(agent: Agent) -> None:
     assert no_server.value.code == 4201 and "no MCP server of this computer lists dpe://com.example.nowhere" in (
         no_server.value.message
     )
+
+
+@pytest.mark.parametrize(
+    "read, code, message, details",
+    [
+        (lambda agent: agent.read_document("c1", f"dpe://{NOTES_HOST}/archived", timeout=10), 4201,
+         "document 'archived' was archived", {"doc_ref": "archived"}),
+        (lambda agent: agent.read_page("c1", f"dpe://{NOTES_HOST}/weekly", 7, timeout=10), 4202,
+         "page 7 is past the end (1 page)", {"page_index": 7, "page_count": 1}),
+        (lambda agent: agent.read_element("c1", f"dpe://{NOTES_HOST}/weekly", "h-9", timeout=10), 4203,
+         "no element h-9 in weekly", {"element_id": "h-9"}),
+        (lambda agent: agent.read_element("c1", f"dpe://{NOTES_HOST}/weekly", "L~1", timeout=10), 4204,
+         "element ids here are [a-z]-digits", {}),
+    ],
+    ids=["4201", "4202", "4203", "4204"],
+)  # fmt: skip
+def test_a_json_rpc_error_with_a_finder_code_reaches_the_agent_as_that_code(agent, read, code, message, details):
+    with pytest.raises(FinderError) as failed:
+        read(agent)
+    assert (failed.value.code, failed.value.message) == (code, message)
+    assert failed.value.details == {**details, "mcp_server": "notes"}  # the server's own details, and which server
 
 
 def test_a_server_that_only_says_not_found_gets_the_code_of_the_level(agent: Agent) -> None:

@@ -25,10 +25,11 @@ HTTP transports print ``PORT=<n>`` once listening; URLs ``http://127.0.0.1:<n>/s
 
 State file: ``{"resources": [entry, ...], "templates": [template, ...]}`` or just the
 list of entries; a missing file means no resources.  An entry is
-``{"uri", "name", "mimeType"?, "description"?, "text"?, "json"?, "listed"?}``:
+``{"uri", "name", "mimeType"?, "description"?, "text"?, "json"?, "listed"?, "error"?}``:
 ``resources/read`` returns ``text``, or ``json.dumps(json)`` with mimeType
 ``application/json`` by default; ``"listed": false`` makes it readable but absent from
-``resources/list`` (Finder pages/elements).  A template is
+``resources/list`` (Finder pages/elements); ``"error": {"code", "message", "data"?}``
+makes reading it answer that JSON-RPC error instead (a Finder server's 4201–4204).  A template is
 ``{"uriTemplate", "name", "description"?, "mimeType"?}`` (``resources/templates/list``).
 Reading an unknown URI is an MCP error (code -32002) whose message contains "not found".
 
@@ -159,6 +160,8 @@ class ResourceServer(Server[Any]):
     async def _read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         self.peers.seen(ctx)
         for e in load_state(self.state_path)["resources"]:
+            if e["uri"] == params.uri and "error" in e:
+                raise MCPError(code=e["error"]["code"], message=e["error"]["message"], data=e["error"].get("data"))
             if e["uri"] == params.uri:
                 text = json.dumps(e["json"], ensure_ascii=False) if "json" in e else str(e.get("text", ""))
                 contents = types.TextResourceContents(uri=params.uri, mime_type=_mime_type(e), text=text)
