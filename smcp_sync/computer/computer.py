@@ -183,12 +183,22 @@ class Computer:
 
     # -- office -----------------------------------------------------------------------
 
-    def connect(self, url: str, office_id: str, auth: Mapping[str, Any] | None = None, timeout: float = 10.0) -> None:
+    def connect(
+        self,
+        url: str,
+        office_id: str,
+        auth: Mapping[str, Any] | None = None,
+        timeout: float = 10.0,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         """Connect to a Server and join `office_id` (starting the Computer if needed).
-        A refused connection or join raises the matching `SMCPError`; after a dropped
-        connection the Computer reconnects and re-joins by itself."""
+        `auth` is the Socket.IO auth dict, `headers` extra HTTP headers (as for `Agent`).
+        A refused connection or join raises the matching `SMCPError` (4008: the Server
+        speaks another protocol version); after a dropped connection the Computer
+        reconnects and re-joins by itself."""
         self.start()
-        self._socket.connect(url, office_id, auth, timeout)
+        self._socket.connect(url, office_id, auth, headers, timeout)
         self._watch.discard_pending()
 
     def disconnect(self) -> None:

@@ -23,11 +23,21 @@ from .background_http import BackgroundHTTPServer
 from .broadcasts import Broadcasts
 from .engine import SocketIOServer
 from .gunicorn_runner import GunicornServer
+from .handshake import VersionGate
+from .limits import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_SEND_BACKLOG,
+    DEFAULT_READ_TIMEOUT,
+    ServerLimits,
+)
 from .membership import Membership
 from .office_rules import MAX_IDENTIFIER_LENGTH
 from .offices import Offices
 from .pending import PendingCalls
 from .registry import InMemoryRegistry, OfficeRegistry
+from .request_deadlines import RequestDeadlines
 from .routing import Router
 
 logger = logging.getLogger(__name__)
@@ -46,10 +56,17 @@ class SMCPServer:
     """The Server role: sessions, offices, routing of `client:*`, `notify:*` fan-out.
 
     `auth` is an `AuthProvider`, an API key (shortcut for `APIKeyAuth(key)`), or None to
-    accept every client. `registry` replaces the in-memory office registry (e.g. one
-    shared by several processes). Other keyword arguments go to `socketio.Server`
+    accept every client. Clients whose `a2c_version` is incompatible are refused before
+    Socket.IO (HTTP 400, code 4008: `handshake`); those that send none (official 0.1.x
+    SDKs) are accepted unless `require_client_version` is set. `registry` replaces the
+    in-memory office registry (e.g. one shared by several processes). Other keyword arguments go to `socketio.Server`
     (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); the threading mode
     with `async_handlers` is fixed.
+
+    What one client may hold is bounded (README, Security): `handshake_timeout` to
+    authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
+    `serve()`), `max_connections_per_ip` (None: no cap) and `max_send_backlog` bytes
+    waiting to be sent to it.
     """
 
     def __init__(
@@ -60,6 +77,12 @@ class SMCPServer:
         request_timeout: float = conventions.DEFAULT_REQUEST_TIMEOUT,
         tool_call_buffer: float = conventions.SERVER_TIMEOUT_BUFFER,
         max_http_buffer_size: int = DEFAULT_MAX_HTTP_BUFFER_SIZE,
+        require_client_version: bool = False,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        max_connections_per_ip: int | None = DEFAULT_MAX_CONNECTIONS_PER_IP,
+        max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG,
         **socketio_options: Any,
     ) -> None:
         if request_timeout <= 0 or tool_call_buffer < 0:
@@ -68,7 +91,16 @@ class SMCPServer:
             if socketio_options.get(key, required) != required:
                 raise ValueError(f"SMCPServer needs {key}={required!r}")
         options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
-        self.sio = SocketIOServer(max_http_buffer_size=max_http_buffer_size, **options)
+        #: Bounds on what one client may hold (README, Security); the HTTP ones apply to
+        #: `start()` and `serve()`, the others to every way of running.
+        self.limits = ServerLimits(
+            handshake_timeout=handshake_timeout,
+            header_timeout=header_timeout,
+            read_timeout=read_timeout,
+            max_connections_per_ip=max_connections_per_ip,
+            max_send_backlog=max_send_backlog,
+        )
+        self.sio = SocketIOServer(limits=self.limits, max_http_buffer_size=max_http_buffer_size, **options)
         self.registry = registry if registry is not None else InMemoryRegistry()
         self.pending = PendingCalls()
         offices = Offices(self.sio, self.registry)
@@ -89,7 +121,8 @@ class SMCPServer:
         self.sio.handle_inline(events.CLIENT_EVENTS)  # routing never blocks: it answers with a Future
         self.sio.on("*", _refuse_unknown_event, namespace=NAMESPACE)
 
-        self.wsgi_app = socketio.WSGIApp(self.sio)
+        self.require_client_version = require_client_version
+        self.wsgi_app = self._gated(socketio.WSGIApp(self.sio))
         self._lock = threading.Lock()
         self._http: BackgroundHTTPServer | None = None
         self._stopped = False
@@ -99,11 +132,14 @@ class SMCPServer:
 
     # -- running inside another WSGI server ------------------------------------------------
 
-    def mount(self, app: Any) -> socketio.WSGIApp:
+    def mount(self, app: Any) -> VersionGate:
         """A WSGI app serving Socket.IO at ``/socket.io`` and everything else with `app`
         (Flask: ``flask_app.wsgi_app = server.mount(flask_app.wsgi_app)``; Django:
         ``application = server.mount(get_wsgi_application())``)."""
-        return socketio.WSGIApp(self.sio, app)
+        return self._gated(socketio.WSGIApp(self.sio, app))
+
+    def _gated(self, app: socketio.WSGIApp) -> VersionGate:
+        return VersionGate(app, require_client_version=self.require_client_version)
 
     # -- embedded: a background thread ------------------------------------------------------
 
@@ -115,7 +151,7 @@ class SMCPServer:
                 raise RuntimeError(f"already serving on {self._http.url}")
             if self._stopped:
                 raise RuntimeError("a stopped SMCPServer cannot be started again; create a new one")
-            self._http = BackgroundHTTPServer(self.wsgi_app, host, port)
+            self._http = BackgroundHTTPServer(self.wsgi_app, host, port, self._request_deadlines())
             self._http.start()
             logger.info("SMCP server listening on %s", self._http.url)
             return self._http.url
@@ -167,8 +203,12 @@ class SMCPServer:
             port=port,
             threads=threads,
             drop_connections=self.drop_connections,
+            request_deadlines=self._request_deadlines(),
             on_ready=on_ready,
         ).serve()
+
+    def _request_deadlines(self) -> RequestDeadlines:
+        return RequestDeadlines(self.limits.header_timeout, self.limits.read_timeout)
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:

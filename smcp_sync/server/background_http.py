@@ -17,13 +17,32 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
+from .limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_READ_TIMEOUT
+from .request_deadlines import RequestDeadlines, shutdown_socket
+
 logger = logging.getLogger(__name__)
 
 _LOG_LEVELS = {"error": logging.WARNING, "warning": logging.WARNING, "info": logging.DEBUG}
 
 
 class _RequestHandler(WSGIRequestHandler):
-    """Request lines go to our logger at DEBUG instead of werkzeug's stderr handler."""
+    """Request lines go to our logger at DEBUG instead of werkzeug's stderr handler, and
+    reading a request is bounded (werkzeug has no read timeout: a half-sent request
+    held its thread for as long as the client kept the connection open)."""
+
+    server: _TrackingWSGIServer
+
+    def handle_one_request(self) -> None:
+        """Also waits for the next request of a kept-alive connection: bounded too."""
+        self._head_deadline = self.server.request_deadlines.reading_head(self.connection, self.client_address)
+        try:
+            super().handle_one_request()
+        finally:
+            self._head_deadline.cancel()
+
+    def run_wsgi(self) -> None:
+        self.server.request_deadlines.head_read(self.connection, self._head_deadline)
+        super().run_wsgi()
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Engine.IO ends a websocket by raising ConnectionError (its werkzeug mode). Close
@@ -36,7 +55,8 @@ class _RequestHandler(WSGIRequestHandler):
 
 
 class _TrackingWSGIServer(ThreadedWSGIServer):
-    def __init__(self, host: str, port: int, app: Any) -> None:
+    def __init__(self, host: str, port: int, app: Any, request_deadlines: RequestDeadlines) -> None:
+        self.request_deadlines = request_deadlines
         # Bind here: on a busy port werkzeug would print to stderr and `sys.exit(1)`;
         # `create_server` raises a plain OSError the caller can handle.
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -65,8 +85,10 @@ class _TrackingWSGIServer(ThreadedWSGIServer):
 class BackgroundHTTPServer:
     """Serve `app` on (host, port) from a background thread until `stop()`."""
 
-    def __init__(self, app: Any, host: str, port: int) -> None:
-        self._server = _TrackingWSGIServer(host, port, app)
+    def __init__(self, app: Any, host: str, port: int, request_deadlines: RequestDeadlines | None = None) -> None:
+        if request_deadlines is None:
+            request_deadlines = RequestDeadlines(DEFAULT_HEADER_TIMEOUT, DEFAULT_READ_TIMEOUT)
+        self._server = _TrackingWSGIServer(host, port, app, request_deadlines)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="smcp-http-accept", daemon=True
         )
@@ -96,15 +118,10 @@ class BackgroundHTTPServer:
             thread.join(max(0.0, cut_at - time.monotonic()))
         for thread, sock in self._server.connections().items():
             if thread.is_alive():
-                _shutdown_socket(sock)
+                shutdown_socket(sock)
         for thread in self._server.connections():
             thread.join(max(0.0, deadline - time.monotonic()))
         self._server.server_close()
+        self._server.request_deadlines.shutdown()
         return [t.name for t in self._server.connections() if t.is_alive()]
 
-
-def _shutdown_socket(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:  # already closed by the other side
-        pass

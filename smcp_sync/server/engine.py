@@ -12,38 +12,70 @@ from __future__ import annotations
 
 import logging
 import re
+import socket
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Iterable
 
 import engineio
 import socketio
+from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
 from socketio import packet
 
 from ..protocol import events
 from ..protocol.errors import BadRequestError, ErrorCode
+from ..protocol.extensions import advertisement
 from ..worker_pool import WorkerPool
+from .admission import ConnectionsPerAddress
+from .deadlines import Deadline, Deadlines
+from .limits import DEFAULT_MAX_SEND_BACKLOG, ServerLimits
+from .request_deadlines import shutdown_socket
+from .send_backlog import BacklogQueue
 
 logger = logging.getLogger(__name__)
 
 
 class StoppableEngineIO(engineio.Server):
-    """An Engine.IO server whose sleeps return at `shutdown()`."""
+    """An Engine.IO server whose sleeps return at `shutdown()`, which drops a client that
+    lets more than `max_send_backlog` bytes wait to be sent to it, and can cut any
+    connection (`cut`) so the worker thread it held is free at once.
 
-    def __init__(self, *args, **kwargs) -> None:
+    Private parts of engineio used (same shape from engineio 4.9 to 4.15): the per-server
+    driver table `_async`, whose `websocket` entry is replaced (for this instance only) by
+    `_CuttableWebSocket`: engineio keeps a websocket's TCP socket nowhere we can reach,
+    and closing an Engine.IO socket leaves the thread reading it blocked until the client
+    sends something (a hostile or vanished client never does).
+    """
+
+    def __init__(self, *args: Any, max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stopping = threading.Event()
         self._dropping = False
+        self.max_send_backlog = max_send_backlog
+        #: Handshake deadlines and drops of overfull clients (never on a sender's thread).
+        self.deadlines = Deadlines("smcp-engineio-deadlines")
+        self._websockets: dict[str, socket.socket] = {}
+        self._overflowing: set[str] = set()
+        self._async = {**self._async, "websocket": _CuttableWebSocket}
 
     def sleep(self, seconds: float = 0) -> None:
         self._stopping.wait(seconds)
 
     def shutdown(self) -> None:
-        """Idempotent (Engine.IO's own shutdown fails when called twice)."""
+        """Idempotent (Engine.IO's own shutdown fails when called twice); the deadline
+        thread is stopped every time (clients reconnecting after `drop_all_connections`
+        start it again)."""
+        self.deadlines.shutdown()
         if self._stopping.is_set():
             return
         self._stopping.set()
         super().shutdown()
+
+    def create_queue(self, *args: Any, **kwargs: Any) -> BacklogQueue:
+        """Every Engine.IO socket's outgoing queue (the only queues engineio's server
+        makes) counts the bytes waiting in it."""
+        return BacklogQueue(*args, **kwargs)
 
     def drop_all_connections(self) -> None:
         """Close every Engine.IO socket now, without a CLOSE packet and without waiting
@@ -53,15 +85,131 @@ class StoppableEngineIO(engineio.Server):
         is losing its connection, and learns that from the transport."""
         self._dropping = True
         try:
-            for eio_sid, sock in list(self.sockets.items()):
-                sock.close(wait=False, abort=True, reason=self.reason.SERVER_DISCONNECT)
-                self.sockets.pop(eio_sid, None)
+            for eio_sid in list(self.sockets):
+                self.cut(eio_sid)
         finally:
             self._dropping = False
 
+    def cut(self, eio_sid: str) -> None:
+        """Close Engine.IO socket `eio_sid` now (disconnect handlers run, no CLOSE packet)
+        and shut its websocket's TCP connection, so the threads serving it return."""
+        sock = self.sockets.pop(eio_sid, None)
+        if sock is not None:
+            sock.close(wait=False, abort=True)  # engineio < 4.11 takes no `reason`; the default is ours
+        raw = self._websockets.pop(eio_sid, None)
+        if raw is not None:
+            shutdown_socket(raw)
+
     def send_packet(self, sid: str, pkt: Any) -> None:
-        if not self._dropping:
-            super().send_packet(sid, pkt)
+        if self._dropping or sid in self._overflowing:
+            return
+        super().send_packet(sid, pkt)
+        queue = getattr(self.sockets.get(sid), "queue", None)
+        if isinstance(queue, BacklogQueue) and queue.backlog > self.max_send_backlog:
+            self._drop_overfull(sid, queue.backlog)
+
+    def _trigger_event(self, event: str, *args: Any, **kwargs: Any) -> Any:
+        """Engine.IO's, adding our extension list to the OPEN packet of a new session
+        (`protocol.extensions`), so an Agent learns what this Server routes before its
+        first request. Engine.IO builds that packet inline and queues it just before it
+        triggers `connect`, with no hook in between, so it is amended in the queue here
+        (it is encoded only when sent, after this returns)."""
+        if event == "connect":
+            self._advertise_extensions(args[0])
+        return super()._trigger_event(event, *args, **kwargs)
+
+    def _advertise_extensions(self, eio_sid: str) -> None:
+        outgoing = getattr(self.sockets.get(eio_sid), "queue", None)
+        if outgoing is None:
+            return
+        with outgoing.mutex:  # a `queue.Queue`: its `queue` deque is guarded by `mutex`
+            for pkt in outgoing.queue:
+                if pkt.packet_type == engineio.packet.OPEN and isinstance(pkt.data, dict):
+                    pkt.data.update(advertisement())
+
+    def _drop_overfull(self, sid: str, backlog: int) -> None:
+        """Stop queueing for `sid` and drop it from the deadline thread: the sender may
+        hold locks (an office broadcast) that the disconnect handlers take."""
+        if sid in self._overflowing:
+            return
+        self._overflowing.add(sid)
+        logger.warning(
+            "dropping Engine.IO connection %s: %d bytes wait to be sent to it, more than max_send_backlog (%d); "
+            "the client is not reading",
+            sid,
+            backlog,
+            self.max_send_backlog,
+        )
+
+        def drop() -> None:
+            try:
+                self.cut(sid)
+            finally:
+                self._overflowing.discard(sid)
+
+        self.deadlines.call_at(0.0, drop)
+
+    def _websocket_opened(self, eio_sid: str, raw: socket.socket) -> None:
+        self._websockets[eio_sid] = raw
+
+    def _websocket_closed(self, eio_sid: str) -> None:
+        self._websockets.pop(eio_sid, None)
+
+
+class _CuttableWebSocket(SimpleWebSocketWSGI):
+    """engineio's threading websocket, which registers its TCP socket with the server
+    (for `StoppableEngineIO.cut`), bounds reads and writes on it by the ping cycle
+    (engineio tries to but looks for attributes simple-websocket does not have: a
+    vanished peer or a client that stops reading would hold the thread forever), and
+    shuts it when closed (the thread reading it then returns; a client that never
+    answers the close frame held it)."""
+
+    def __init__(self, handler: Any, server: StoppableEngineIO, **kwargs: Any) -> None:
+        super().__init__(handler, server, **kwargs)
+        self._server = server
+        self._raw: socket.socket | None = None
+
+    def __call__(self, environ: dict, start_response: Any) -> Any:
+        key = next((k for k in _RAW_SOCKET_KEYS if k in environ), None)
+        if key is None:  # mounted in a server we do not run: engineio as it is
+            return super().__call__(environ, start_response)
+        eio_sid = self.app.__self__.sid  # the handler is the Engine.IO socket's bound method
+        self._raw = environ[key]
+        self._raw.settimeout(self._server.ping_interval + self._server.ping_timeout)
+        self._server._websocket_opened(eio_sid, self._raw)
+        try:
+            return super().__call__({**environ, key: _WholeSends(self._raw)}, start_response)
+        finally:
+            self._server._websocket_closed(eio_sid)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError:  # the peer is gone or not reading (send timed out)
+            pass
+        if self._raw is not None:
+            shutdown_socket(self._raw)
+
+
+#: Where werkzeug and gunicorn put a request's TCP socket in the WSGI environment (the
+#: keys simple-websocket looks for).
+_RAW_SOCKET_KEYS = ("werkzeug.socket", "gunicorn.socket")
+
+
+class _WholeSends:
+    """A TCP socket for simple-websocket whose `send` sends all of it: simple-websocket
+    ignores the count `socket.send` returns, and with a timeout set that may be part of
+    a frame."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def send(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
 
 
 #: Seconds `SocketIOServer.shutdown` waits for event handlers still running.
@@ -81,10 +229,13 @@ class SocketIOServer(socketio.Server):
 
     eio: StoppableEngineIO
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, limits: ServerLimits = ServerLimits(), **kwargs: Any) -> None:
+        super().__init__(*args, max_send_backlog=limits.max_send_backlog, **kwargs)
         self._handler_pool = WorkerPool("smcp-server-worker")
         self._inline_events: set[str] = set()
+        self._handshake_timeout = limits.handshake_timeout
+        self._per_address = ConnectionsPerAddress(limits.max_connections_per_ip)
+        self._admitted: dict[str, tuple[str, Deadline]] = {}  # eio_sid: (address, handshake deadline)
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
@@ -116,6 +267,49 @@ class SocketIOServer(socketio.Server):
         super().shutdown()
         pool, self._handler_pool = self._handler_pool, WorkerPool("smcp-server-worker")
         pool.shutdown(timeout)
+
+    def _handle_eio_connect(self, eio_sid: str, environ: dict) -> Any:
+        """python-socketio's, for at most `max_connections_per_ip` Engine.IO sessions per
+        client address (False makes engineio answer 401), each closed unless it connects
+        to a namespace within `handshake_timeout`: until then it has shown no
+        credentials, yet holds a worker thread (websocket) and memory."""
+        address = str(environ.get("REMOTE_ADDR", ""))
+        if not self._per_address.admit(address):
+            logger.warning(
+                "refused a connection from %s: %d open from that address (max_connections_per_ip)",
+                address,
+                self._per_address.open_from(address),
+            )
+            return False
+        deadline = self.eio.deadlines.call_at(
+            time.monotonic() + self._handshake_timeout, lambda: self._end_handshake(eio_sid)
+        )
+        self._admitted[eio_sid] = (address, deadline)
+        return super()._handle_eio_connect(eio_sid, environ)
+
+    def _handle_eio_disconnect(self, eio_sid: str, *reason: Any) -> None:
+        """python-socketio's (which takes a reason from 5.12 on), forgetting the session's
+        address and handshake deadline."""
+        super()._handle_eio_disconnect(eio_sid, *reason)
+        admitted = self._admitted.pop(eio_sid, None)
+        if admitted is not None:
+            address, deadline = admitted
+            deadline.cancel()
+            self._per_address.release(address)
+
+    def _end_handshake(self, eio_sid: str) -> None:
+        if eio_sid not in self.eio.sockets:
+            return
+        if any(self.manager.sid_from_eio_sid(eio_sid, ns) for ns in list(self.manager.get_namespaces())):
+            return
+        address = self._admitted.get(eio_sid, ("?",))[0]
+        logger.info(
+            "closed Engine.IO connection %s from %s: no namespace connect within %.1f s (handshake_timeout)",
+            eio_sid,
+            address,
+            self._handshake_timeout,
+        )
+        self.eio.cut(eio_sid)
 
     def _handle_event_internal(
         self, server: socketio.Server, sid: str, eio_sid: str, data: Any, namespace: str, id: int | None

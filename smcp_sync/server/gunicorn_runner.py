@@ -6,6 +6,10 @@ built for production — a supervising master, worker restarts, signal handling 
 closes client connections promptly (DESIGN §7). Waitress and cheroot cannot upgrade;
 werkzeug is a development server.
 
+Reading a request is bounded (`request_deadlines`): gthread waits a few seconds for a
+connection's first bytes without a thread, but a request line sent half-way holds a
+worker thread for as long as the client keeps the connection open.
+
 Exactly one worker process: sessions, offices and pending calls live in that process
 (several processes need a shared registry and a message queue). Each open connection
 occupies one worker thread, so `threads` caps concurrent connections.
@@ -23,6 +27,9 @@ import signal
 from typing import Any, Callable
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.gthread import ThreadWorker
+
+from .request_deadlines import RequestDeadlines
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +43,14 @@ class GunicornServer(BaseApplication):
         port: int,
         threads: int,
         drop_connections: Callable[[], None],
+        request_deadlines: RequestDeadlines,
         on_ready: Callable[[str], Any] | None = None,
     ) -> None:
         self._app = app
         self._options = {
             "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
             "workers": 1,
-            "worker_class": "gthread",
+            "worker_class": type("SMCPThreadWorker", (_BoundedThreadWorker,), {"request_deadlines": request_deadlines}),
             "threads": threads,
             "graceful_timeout": 10,
             "post_worker_init": lambda worker: _drop_connections_on_stop_signals(drop_connections),
@@ -68,6 +76,26 @@ class GunicornServer(BaseApplication):
         except SystemExit as exc:
             if exc.code not in (0, None):
                 raise
+
+
+class _BoundedThreadWorker(ThreadWorker):
+    """gunicorn's gthread worker, cutting a connection whose request head is not read
+    within the header timeout. Overrides `handle(conn)` (runs in a worker thread, reads
+    the head, then calls `handle_request(req, conn)`), same shape in gunicorn 22 to 27.
+    A subclass per server sets `request_deadlines`."""
+
+    request_deadlines: RequestDeadlines
+
+    def handle(self, conn: Any) -> Any:
+        conn.smcp_head_deadline = self.request_deadlines.reading_head(conn.sock, conn.client)
+        try:
+            return super().handle(conn)
+        finally:
+            conn.smcp_head_deadline.cancel()
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        self.request_deadlines.head_read(conn.sock, conn.smcp_head_deadline)
+        return super().handle_request(req, conn)
 
 
 def _drop_connections_on_stop_signals(drop_connections: Callable[[], None]) -> None:

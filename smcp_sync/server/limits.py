@@ -1,0 +1,57 @@
+"""What one client may hold of the Server: time before it authenticates, time to send a
+request, connections per address, bytes waiting to be sent to it.
+
+Why: without these, sockets that never authenticate, requests sent half-way and clients
+that stop reading hold worker threads and memory for as long as they like, and a few
+hundred of them lock everyone else out (issue 12). Every bound is a `SMCPServer`
+keyword option; the defaults suit a Server reached directly or through a proxy that
+keeps client addresses apart (README, Security).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+#: Seconds an Engine.IO connection may stay without a Socket.IO namespace (the CONNECT
+#: packet that carries the credentials) before it is closed.
+DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+#: Seconds a client has to send a request's line and headers (also: to start its next
+#: request on a kept-alive connection).
+DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds one read of a request body (or one write of a response) may block.
+DEFAULT_READ_TIMEOUT = 30.0
+#: Open Engine.IO connections one client address may have (security.md: 100 per IP).
+DEFAULT_MAX_CONNECTIONS_PER_IP = 100
+#: Bytes of messages waiting to be sent to one client; past it the client is dropped.
+DEFAULT_MAX_SEND_BACKLOG = 32 * 1024 * 1024
+
+
+def _positive(instance: object, attribute: attrs.Attribute, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"{attribute.name} must be a number > 0, got {value!r}")
+
+
+def _positive_int(instance: object, attribute: attrs.Attribute, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be an integer >= 1, got {value!r}")
+
+
+def _positive_int_or_none(instance: object, attribute: attrs.Attribute, value: int | None) -> None:
+    if value is not None:
+        _positive_int(instance, attribute, value)
+
+
+@attrs.frozen
+class ServerLimits:
+    """The bounds, validated. `max_connections_per_ip=None` turns the per-address cap off
+    (behind a proxy that does not pass distinct client addresses, every client has the
+    proxy's)."""
+
+    handshake_timeout: float = attrs.field(default=DEFAULT_HANDSHAKE_TIMEOUT, validator=_positive)
+    header_timeout: float = attrs.field(default=DEFAULT_HEADER_TIMEOUT, validator=_positive)
+    read_timeout: float = attrs.field(default=DEFAULT_READ_TIMEOUT, validator=_positive)
+    max_connections_per_ip: int | None = attrs.field(
+        default=DEFAULT_MAX_CONNECTIONS_PER_IP, validator=_positive_int_or_none
+    )
+    max_send_backlog: int = attrs.field(default=DEFAULT_MAX_SEND_BACKLOG, validator=_positive_int)
+
