@@ -1,0 +1,64 @@
+"""`serve()` (gunicorn gthread, in a child process) with every worker thread taken by
+clients that never authenticate or never finish a request: the deadlines free the
+threads and a legitimate Agent connects (issue 12, class 2)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Iterator
+
+import pytest
+import websocket
+
+from .hostile import close_all, closed_by_server, engineio_websocket, half_request
+from .parts import SETUP_TIMEOUT, join_agent
+
+#: Runs `SMCPServer(**options).serve(threads=...)` and prints the URL once bound.
+SERVE = """
+import json, sys
+from smcp_sync import SMCPServer
+options = json.loads(sys.argv[1])
+threads = options.pop("threads")
+SMCPServer(**options).serve(port=0, threads=threads, on_ready=lambda url: print(url, flush=True))
+"""
+
+
+@pytest.fixture
+def serve(no_leaks) -> Iterator:
+    started: list[subprocess.Popen] = []
+
+    def start(**options: object) -> str:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, json.dumps(options)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        started.append(proc)
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        return url
+
+    yield start
+    for proc in started:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        proc.stdout.close()
+
+
+def test_a_legitimate_agent_connects_while_hostile_sockets_hold_every_thread(serve, stack):
+    url = serve(threads=4, handshake_timeout=2.0, header_timeout=2.0, max_connections_per_ip=2)
+    silent = [engineio_websocket(url, source="127.0.0.2") for _ in range(2)]
+    stack.callback(close_all, silent)
+    for _ in range(3):  # past the per-address cap: refused at once, the thread is free again
+        with pytest.raises(websocket.WebSocketBadStatusException):
+            engineio_websocket(url, source="127.0.0.2")
+    half_sent = [half_request(url, source="127.0.0.3") for _ in range(3)]  # with the 2 above: more than 4 threads
+    stack.callback(close_all, half_sent)
+
+    join_agent(stack, "legitimate", url, "o1")  # waits up to SETUP_TIMEOUT; held forever without the deadlines
+    assert all(closed_by_server(conn, SETUP_TIMEOUT) for conn in [*silent, *half_sent])

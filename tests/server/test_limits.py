@@ -1,0 +1,33 @@
+"""`SMCPServer`'s bounds on what one client may hold: refused values name the option."""
+
+from __future__ import annotations
+
+import pytest
+
+from smcp_sync import SMCPServer
+from smcp_sync.server.limits import ServerLimits
+
+
+@pytest.mark.parametrize(
+    "option, value",
+    [
+        ("handshake_timeout", 0),
+        ("handshake_timeout", -1.0),
+        ("header_timeout", "10"),
+        ("read_timeout", True),
+        ("max_connections_per_ip", 0),
+        ("max_connections_per_ip", 2.5),
+        ("max_send_backlog", None),
+        ("max_send_backlog", 0),
+    ],
+)
+def test_bad_limits_are_refused_naming_the_option(option, value):
+    with pytest.raises(ValueError, match=f"^{option} must be"):
+        SMCPServer(**{option: value})
+
+
+def test_limits_reach_the_server_and_none_turns_the_per_address_cap_off():
+    server = SMCPServer(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024)
+    assert server.limits == ServerLimits(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024)
+    assert server.sio.eio.max_send_backlog == 1024
+    assert all(server.sio._per_address.admit("127.0.0.1") for _ in range(1000))
