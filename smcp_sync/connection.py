@@ -41,6 +41,7 @@ Decisions (DESIGN §2, §3, §7):
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import threading
 import time
@@ -53,12 +54,14 @@ import socketio
 import socketio.exceptions
 import websocket
 
+from .client_auth import checked_headers
 from .message_limit import announced_limit, length_over, too_large
-from .protocol import events
+from .protocol import events, extensions
 from .protocol.codec import to_wire
 from .protocol.conventions import error_from_ack
 from .protocol.errors import AuthError, BadRequestError, InternalError, SMCPError, SMCPTimeoutError
 from .protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+from .protocol.versioning import handshake_url, refusal_error
 from .worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -108,10 +111,12 @@ class ReconnectPolicy:
 
 class _PromptCloseWebSocket(websocket.WebSocket):
     """Sends the close frame but does not wait for the server's echo (see module doc), and
-    keeps the Server's limit on one message from the Engine.IO open packet it receives
-    first (`message_limit`)."""
+    keeps what the Server announces in the Engine.IO open packet it receives first: its
+    limit on one message (`message_limit`) and the smcp_sync extensions it routes
+    (`protocol.extensions`)."""
 
     max_message_length: int | None = None
+    peer_extensions: frozenset[str] = frozenset()
     _opened = False
 
     def recv(self) -> Any:
@@ -119,6 +124,7 @@ class _PromptCloseWebSocket(websocket.WebSocket):
         if not self._opened and isinstance(data, str) and data.startswith("0"):
             self._opened = True
             self.max_message_length = announced_limit(data)
+            self.peer_extensions = extensions.from_open_packet(data)
         return data
 
     def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
@@ -143,6 +149,19 @@ class _PooledEngineIOClient(engineio.Client):
     def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._message_pool = pool
+
+    def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
+        """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
+        version check, `protocol.versioning`): Engine.IO reports only "Connection error",
+        while its polling transport would pass the body on as the second argument, which
+        python-socketio hands to `connect_error` handlers; so does this."""
+        try:
+            return super()._connect_websocket(url, headers, engineio_path)
+        except engineio.exceptions.ConnectionError as exc:
+            refused = exc.__context__
+            if isinstance(refused, websocket.WebSocketBadStatusException) and refused.status_code == 400:
+                raise engineio.exceptions.ConnectionError(exc.args[0], _json_body(refused.resp_body)) from refused
+            raise
 
     def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
         if run_async and event == "message" and event in self.handlers:
@@ -173,6 +192,13 @@ class _PooledEngineIOClient(engineio.Client):
         """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
         previous one and the writer thread not started yet; it sends what was queued."""
         return ws is not None and self.write_loop_task is not None
+
+
+def _json_body(body: bytes | None) -> Any:
+    try:
+        return json.loads(body or b"")
+    except ValueError:
+        return None
 
 
 def _is_ack(message: Any) -> bool:
@@ -226,11 +252,13 @@ class Connection:
         name: str,
         *,
         auth: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
     ):
         self.role = role
         self.name = name
         self._auth = dict(auth) if auth is not None else None
+        self._headers = checked_headers(headers)
         self._reconnect = reconnect
         self._handlers: dict[str, Callable[..., Any]] = {}
         self._pool = WorkerPool(f"smcp-{role}-worker")
@@ -287,6 +315,12 @@ class Connection:
         return getattr(getattr(self._sio.eio, "ws", None), "max_message_length", None)
 
     @property
+    def peer_extensions(self) -> frozenset[str]:
+        """The smcp_sync extension requests the Server said it routes when connecting
+        (none for an official SDK's Server: `protocol.extensions`)."""
+        return getattr(getattr(self._sio.eio, "ws", None), "peer_extensions", frozenset())
+
+    @property
     def sid(self) -> str | None:
         """The current Socket.IO session id on `/smcp` (changes on every reconnect)."""
         return self._sio.get_sid(events.NAMESPACE)
@@ -297,8 +331,10 @@ class Connection:
     # -- lifecycle -------------------------------------------------------------------
 
     def connect(self, url: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
-        """Open the session. Raises `AuthError` when the Server refuses the connection
-        (its message included) and `NotConnectedError` when it cannot be reached."""
+        """Open the session, declaring in the URL's query our protocol version and the
+        smcp_sync extension requests this client has handlers for (`on`). Raises `AuthError` when the Server refuses the
+        connection (its message included), `VersionMismatchError` (4008) when it speaks
+        another protocol version, `NotConnectedError` when it cannot be reached."""
         with self._state_changed:
             if self._state != self._DISCONNECTED:
                 raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
@@ -310,7 +346,8 @@ class Connection:
         client.eio.request_timeout = timeout  # bounds the websocket handshake
         try:
             client.connect(
-                url,
+                handshake_url(url, self._handshake_query()),
+                headers=self._headers,
                 auth=self._auth,
                 transports=["websocket"],
                 namespaces=[events.NAMESPACE],
@@ -322,6 +359,10 @@ class Connection:
             self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
             raise self._connect_failure(url, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
+
+    def _handshake_query(self) -> list[tuple[str, str]]:
+        answered = extensions.EXTENSION_REQUESTS & self._handlers.keys()
+        return [(extensions.QUERY_KEY, extensions.query_value(answered))] if answered else []
 
     def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT, on_disconnected: Callable[[], None] | None = None) -> None:
         """Disconnect (the Server treats it as leaving the office), stop reconnecting and
@@ -573,14 +614,33 @@ class Connection:
             request.fail(NotConnectedError(f"connection lost before {request.event} was answered ({reason})"))
 
     def _on_connect_error(self, client: socketio.Client, data: Any) -> None:
-        # A refusal of the namespace carries {"message", "data"?}; a transport failure a string.
+        # A refusal of the namespace carries {"message", "data"?}; one of the handshake
+        # (HTTP 400: `protocol.versioning`) the flat error payload; a transport failure a string.
         refused = isinstance(data, Mapping)
         if refused and client is self._sio:
             self._refusal = data
+            if refusal_error(data, self._url or "") is not None:
+                self._stop_reconnecting(client)
         logger.log(logging.WARNING if refused else logging.INFO, "%s %r: cannot connect to %s: %s", self.role, self.name, self._url, data)
+
+    def _stop_reconnecting(self, client: socketio.Client) -> None:
+        """A Server that refuses our handshake (its version is not ours) will refuse every
+        retry: reconnecting after a drop ends here, as the spec asks (no silent retries)."""
+        with self._state_changed:
+            if self._state != self._RECONNECTING:
+                return  # a first connect: it raises the refusal itself
+            self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
+            self._state_changed.notify_all()
+        client.reconnection = False
+        if client._reconnect_abort is not None:  # private, as in `Client.shutdown()` itself
+            client._reconnect_abort.set()
+        logger.error("%s %r stops reconnecting: %s", self.role, self.name, refusal_error(self._refusal, self._url or ""))
 
     def _connect_failure(self, url: str, exc: Exception) -> SMCPError:
         refusal = self._refusal
+        handshake = refusal_error(refusal, url)
+        if handshake is not None:
+            return handshake
         if isinstance(exc.__cause__, engineio.exceptions.ConnectionError) or refusal is None:
             return NotConnectedError(f"cannot connect to {url}: {exc}", details={"url": url})
         error = SMCPError.from_wire(refusal.get("data")) or SMCPError.from_wire(refusal)

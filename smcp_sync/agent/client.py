@@ -64,13 +64,17 @@ _REFETCH_FINDER = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_FIN
 
 
 class Agent(FinderMethods, ResourceMethods):
-    """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"api_key": key}``)."""
+    """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"token": key}``;
+    `client_auth.key_auth(key)` puts it in every field a Server may read), `headers` extra
+    HTTP headers for the connect request (e.g. ``{"access_token": key}`` for an official
+    0.1.x Server)."""
 
     def __init__(
         self,
         name: str,
         auth: Mapping[str, Any] | None = None,
         *,
+        headers: Mapping[str, str] | None = None,
         prefetch_desktop: bool = False,
         prefetch_finder: bool = False,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
@@ -87,7 +91,7 @@ class Agent(FinderMethods, ResourceMethods):
         self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache()
         #: Each Computer's first unfiltered catalogue page, filled with `prefetch_finder`.
         self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache()
-        self._connection = Connection("agent", name, auth=auth, reconnect=reconnect)
+        self._connection = Connection("agent", name, auth=auth, headers=headers, reconnect=reconnect)
         self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
         self._tool_calls = ToolCalls(self._connection, max_concurrent_calls)
@@ -108,6 +112,7 @@ class Agent(FinderMethods, ResourceMethods):
 
     def connect(self, url: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
         """Connect to the Server at `url` (websocket). Raises `AuthError` when refused,
+        `VersionMismatchError` when it speaks another protocol version (no retry),
         `NotConnectedError` when unreachable."""
         self._dispatcher.start()
         try:

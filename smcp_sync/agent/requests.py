@@ -5,6 +5,11 @@ the same one. An answer that does not fit its model is the peer's fault, so it i
 (`InternalError`), not the 400 the codec raises for bad input. An empty answer is what
 python-socketio peers send for events they have no handler for (the official SDK's
 Server for `client:get_config`, its Computer for the extension events): 404.
+
+An smcp_sync extension event (`protocol.extensions`) is not sent to a Server that did not
+advertise it (an official SDK's, which would leave it unanswered): it fails at once with
+`ExtensionNotSupportedError`, as does our Server's refusal to route one to a Computer that
+did not announce it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from ..connection import Connection
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import BadRequestError, InternalError, NotFoundError
+from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 
 T = TypeVar("T")
 
@@ -30,7 +36,14 @@ def new_req_id() -> str:
 
 def ask(connection: Connection, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
     """Send `request` as `event` and return the answer as `answer_type`."""
-    answer = connection.call(event, to_wire(request), timeout)
+    if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
+        raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {connection.url}")
+    try:
+        answer = connection.call(event, to_wire(request), timeout)
+    except NotFoundError as exc:
+        if ExtensionNotSupportedError.is_one(exc):
+            raise ExtensionNotSupportedError(exc.message, details=exc.details) from None
+        raise
     if answer is None:
         raise NotFoundError(f"empty answer to {event}: the Server or Computer does not handle it", details={"event": event})
     try:

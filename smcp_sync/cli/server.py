@@ -12,6 +12,7 @@ import sys
 
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..server import APIKeyAuth, SMCPServer
+from ..server.auth import KEY_FIELDS, KEY_HEADERS
 from ..server.app import DEFAULT_SERVE_THREADS
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
 
@@ -25,11 +26,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=port_number, default=8000, help="TCP port; 0 picks a free one (default: 8000)")
-    add_api_key(parser, "key clients must present in their Socket.IO auth dict; none = no auth")
+    add_api_key(parser, "key clients must present (auth dict or HTTP header); none = no auth")
     parser.add_argument(
         "--api-key-field",
-        default="api_key",
-        help="auth dict field holding the key (default: api_key; access_token is always accepted)",
+        action="append",
+        metavar="FIELD",
+        help=f"Socket.IO auth dict field the key may be in; repeatable (default: {', '.join(KEY_FIELDS)})",
+    )
+    parser.add_argument(
+        "--api-key-header",
+        action="append",
+        metavar="HEADER",
+        help=f"HTTP header the key may be in (Authorization: as 'Bearer KEY'); repeatable (default: {', '.join(KEY_HEADERS)})",
+    )
+    parser.add_argument(
+        "--require-client-version",
+        action="store_true",
+        help="refuse clients that send no a2c_version (official 0.1.x SDKs), as protocol 0.3 says",
     )
     parser.add_argument(
         "--threads",
@@ -55,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return fail("server", problem, EXIT_FAILURE)
     if args.api_key:
-        auth = APIKeyAuth(args.api_key, field=args.api_key_field)
+        auth = APIKeyAuth(args.api_key, fields=args.api_key_field or KEY_FIELDS, headers=args.api_key_header or KEY_HEADERS)
     else:
         auth = None
         print("smcp-sync server: no API key given: every client is accepted", file=sys.stderr)
-    server = SMCPServer(auth=auth, request_timeout=args.request_timeout)
+    server = SMCPServer(auth=auth, request_timeout=args.request_timeout, require_client_version=args.require_client_version)
     server.serve(args.host, args.port, threads=args.threads, on_ready=lambda url: _ready(url, args.json))
     return EXIT_OK
 

@@ -61,8 +61,10 @@ class SocketSide:
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
 
-    def connect(self, url: str, office_id: str, auth: Mapping[str, Any] | None, timeout: float) -> None:
-        connection = Connection("computer", self._computer.name, auth=auth, reconnect=self._reconnect)
+    def connect(
+        self, url: str, office_id: str, auth: Mapping[str, Any] | None, headers: Mapping[str, str] | None, timeout: float
+    ) -> None:
+        connection = Connection("computer", self._computer.name, auth=auth, headers=headers, reconnect=self._reconnect)
         for event, handler in self._handlers.items():
             connection.on(event, handler)
         with self._lock:

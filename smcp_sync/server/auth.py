@@ -8,10 +8,18 @@ wants to keep (stored in the Socket.IO session under ``"identity"``).
 from __future__ import annotations
 
 import hmac
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
-#: The field the official A2C-SMCP SDK's clients put their key in.
-OFFICIAL_SDK_KEY_FIELD = "access_token"
+#: The auth-dict fields `APIKeyAuth` reads by default: a2c-smcp 0.4.2's default (`token`),
+#: 0.1.x's (`access_token`, when its key is put in the auth dict) and ours (`api_key`).
+KEY_FIELDS = ("token", "access_token", "api_key")
+#: The HTTP headers it reads by default: 0.1.x's default (`access_token`) and
+#: `Authorization: Bearer KEY`. WSGI servers drop header names with an underscore
+#: (werkzeug always, gunicorn unless ``header_map="dangerous"``), so `access_token` arrives
+#: only through those that keep it (README, Auth).
+KEY_HEADERS = ("access_token", "authorization")
+
+_BEARER = "bearer "
 
 
 @runtime_checkable
@@ -21,29 +29,51 @@ class AuthProvider(Protocol):
 
 
 class APIKeyAuth:
-    """Accept clients that present `api_key` in their Socket.IO `auth` dict.
+    """Accept clients that present `api_key` where an A2C-SMCP client may put it: the
+    Socket.IO auth dict's `fields` or the connect request's HTTP `headers` (an
+    ``Authorization`` header as ``Bearer KEY``).
 
-    The key is read from `field` (default ``"api_key"``) or, so the official SDK's
-    clients can connect unchanged, from ``"access_token"``. The comparison is constant
-    time; the key never appears in a log line or a repr.
+    The comparison is constant time and looks at every place (which one matched is not
+    observable); the key never appears in a log line or a repr.
     """
 
-    def __init__(self, api_key: str, field: str = "api_key") -> None:
+    def __init__(self, api_key: str, fields: Iterable[str] = KEY_FIELDS, headers: Iterable[str] = KEY_HEADERS) -> None:
         if not isinstance(api_key, str) or not api_key:
             raise ValueError("api_key must be a non-empty string")
         self._expected = api_key.encode("utf-8")
-        self._fields = tuple(dict.fromkeys((field, OFFICIAL_SDK_KEY_FIELD)))
+        self._fields = tuple(dict.fromkeys(fields))
+        self._headers = tuple(dict.fromkeys(name.lower() for name in headers))
+        if not self._fields and not self._headers:
+            raise ValueError("APIKeyAuth needs at least one auth field or header to read the key from")
 
     def authenticate(self, environ: Mapping[str, Any], auth: Any) -> bool:
-        if not isinstance(auth, Mapping):
-            return False
-        presented = [auth[f] for f in self._fields if isinstance(auth.get(f), str)]
-        # Compare every candidate (no early exit), so timing says nothing about which matched.
-        matches = [hmac.compare_digest(p.encode("utf-8"), self._expected) for p in presented]
+        presented = [*self._from_auth(auth), *self._from_headers(environ)]
+        matches = [hmac.compare_digest(p, self._expected) for p in presented]
         return any(matches)
 
+    def _from_auth(self, auth: Any) -> list[bytes]:
+        if not isinstance(auth, Mapping):
+            return []
+        return [auth[f].encode("utf-8", "replace") for f in self._fields if isinstance(auth.get(f), str)]
+
+    def _from_headers(self, environ: Mapping[str, Any]) -> list[bytes]:
+        presented = []
+        for name in self._headers:
+            value = environ.get("HTTP_" + name.upper().replace("-", "_"))
+            if not isinstance(value, str):
+                continue
+            if name == "authorization":
+                if value[: len(_BEARER)].lower() != _BEARER:
+                    continue
+                value = value[len(_BEARER) :].strip()
+            try:
+                presented.append(value.encode("latin-1"))  # WSGI: the header's bytes as latin-1
+            except UnicodeEncodeError:
+                continue
+        return presented
+
     def __repr__(self) -> str:
-        return f"APIKeyAuth(fields={self._fields!r})"
+        return f"APIKeyAuth(fields={self._fields!r}, headers={self._headers!r})"
 
 
 def as_provider(auth: AuthProvider | str | None) -> AuthProvider | None:

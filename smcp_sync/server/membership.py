@@ -30,6 +30,7 @@ from ..protocol.models import (
 )
 from .answers import parse_payload
 from .auth import AuthProvider
+from .handshake import declared_handshake
 from .office_rules import Session
 from .offices import Offices, office_room
 
@@ -58,7 +59,7 @@ class Membership:
 
     def connect(self, sid: str, environ: Mapping[str, Any], auth: Any = None) -> None:
         identity = self._authenticate(sid, environ, auth)
-        self._registry.add_session(sid)
+        self._registry.add_session(sid, declared_handshake(environ))
         if identity is not True:
             self._sio.save_session(sid, {"identity": identity}, namespace=NAMESPACE)
         logger.info("session %s connected", sid)
@@ -106,7 +107,7 @@ class Membership:
                 details={"office_id": req.office_id},
             )
         sessions = [
-            SessionInfo(sid=m.sid, name=m.name, role=m.role, office_id=m.office_id)
+            SessionInfo(sid=m.sid, name=m.name, role=m.role, office_id=m.office_id, a2c_version=m.handshake.a2c_version)
             for m in self._registry.members(req.office_id)
         ]
         return to_wire(ListRoomRet(sessions=sessions, req_id=req.req_id))

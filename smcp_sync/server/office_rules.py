@@ -19,14 +19,24 @@ MAX_IDENTIFIER_LENGTH = 256
 
 
 @attrs.frozen
+class Handshake:
+    """What a client declared in its connect URL: its protocol version (None: it sent
+    none, as official 0.1.x SDKs) and the smcp_sync extension requests it answers."""
+
+    a2c_version: str | None = None
+    extensions: frozenset[str] = frozenset()
+
+
+@attrs.frozen
 class Session:
     """One connected Socket.IO session. `role` is fixed by its first join; `name` and
-    `office_id` are set while it is in an office."""
+    `office_id` are set while it is in an office; `handshake` for its whole life."""
 
     sid: str
     role: Role | None = None
     name: str | None = None
     office_id: str | None = None
+    handshake: Handshake = Handshake()
 
     @property
     def joined(self) -> bool:
@@ -81,7 +91,7 @@ def plan_join(current: Session, role: Role, name: str, office_id: str, office_me
                 f"a {role} named {name!r} is already in office {office_id!r}",
                 details={"office_id": office_id, "name": name, "role": role},
             )
-    joined = Session(sid=current.sid, role=role, name=name, office_id=office_id)
+    joined = attrs.evolve(current, role=role, name=name, office_id=office_id)
     return JoinOutcome(joined=joined, left=current if current.joined else None)
 
 

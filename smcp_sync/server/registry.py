@@ -12,16 +12,18 @@ from __future__ import annotations
 import abc
 import threading
 
+import attrs
+
 from ..protocol.errors import NotFoundError
 from ..protocol.models import Role
-from .office_rules import JoinOutcome, Session, plan_join, plan_leave
+from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 
 
 class OfficeRegistry(abc.ABC):
     """Sessions (one per connected Socket.IO sid) and the offices they have joined."""
 
     @abc.abstractmethod
-    def add_session(self, sid: str) -> None:
+    def add_session(self, sid: str, handshake: Handshake = Handshake()) -> None:
         """Record a freshly connected session (not in any office yet)."""
 
     @abc.abstractmethod
@@ -59,9 +61,9 @@ class InMemoryRegistry(OfficeRegistry):
         self._offices: dict[str, dict[str, None]] = {}
         self._by_name: dict[tuple[str, Role, str], str] = {}
 
-    def add_session(self, sid: str) -> None:
+    def add_session(self, sid: str, handshake: Handshake = Handshake()) -> None:
         with self._lock:
-            self._sessions.setdefault(sid, Session(sid=sid))
+            self._sessions.setdefault(sid, Session(sid=sid, handshake=handshake))
 
     def drop_session(self, sid: str) -> Session | None:
         with self._lock:
@@ -91,7 +93,7 @@ class InMemoryRegistry(OfficeRegistry):
         with self._lock:
             left = plan_leave(self._connected(sid), office_id)
             self._remove_member(left)
-            self._sessions[sid] = Session(sid=sid, role=left.role)
+            self._sessions[sid] = attrs.evolve(left, name=None, office_id=None)
             return left
 
     def find(self, office_id: str, role: Role, name: str) -> Session | None:

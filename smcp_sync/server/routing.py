@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..protocol import events
 from ..protocol.errors import BadRequestError, NotFoundError, SMCPError, SMCPTimeoutError
 from ..protocol.events import NAMESPACE
+from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from ..protocol.models import (
     CompleteReq,
     GetComputerConfigReq,
@@ -75,6 +76,8 @@ class Router:
             raise NotFoundError(
                 f"no computer named {req.computer!r} in this office", details={"computer": req.computer}
             )
+        if event in EXTENSION_REQUESTS and event not in target.handshake.extensions:  # it would never answer
+            raise ExtensionNotSupportedError.refusal(event, "computer", f"computer {req.computer!r}")
         timeout = self._timeout_for(req)
         forwarded = self._pending.forward(target.sid, timeout, functools.partial(_relay, event, req.computer, timeout))
         if self._offices.registry.session(target.sid) is None:

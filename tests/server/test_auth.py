@@ -18,17 +18,37 @@ KEY = "s3cret-key-\u00e9"
 
 
 class TestAPIKeyAuth:
-    def test_accepts_the_key_in_its_field_or_in_access_token(self):
-        auth = APIKeyAuth(KEY)
-        assert auth.authenticate({}, {"api_key": KEY}) is True
-        assert auth.authenticate({}, {"access_token": KEY}) is True
-        assert auth.authenticate({}, {"api_key": "wrong", "access_token": KEY}) is True
+    @pytest.mark.parametrize("field", ["token", "access_token", "api_key"])
+    def test_accepts_the_key_in_each_field_a_client_may_use(self, field):
+        assert APIKeyAuth(KEY).authenticate({}, {field: KEY}) is True
+        assert APIKeyAuth(KEY).authenticate({}, {"api_key": "wrong", field: KEY}) is True
 
-    def test_field_name_is_configurable(self):
-        auth = APIKeyAuth(KEY, field="token")
-        assert auth.authenticate({}, {"token": KEY}) is True
-        assert auth.authenticate({}, {"api_key": KEY}) is False
-        assert auth.authenticate({}, {"access_token": KEY}) is True
+    def test_fields_are_configurable(self):
+        auth = APIKeyAuth(KEY, fields=["secret"], headers=[])
+        assert auth.authenticate({}, {"secret": KEY}) is True
+        assert auth.authenticate({}, {"token": KEY}) is False
+        assert auth.authenticate({"HTTP_AUTHORIZATION": f"Bearer {KEY}"}, None) is False
+
+    def test_accepts_the_key_in_the_headers_as_wsgi_presents_them(self):
+        latin1 = KEY.encode("utf-8").decode("latin-1")  # a WSGI environ holds header bytes as latin-1
+        auth = APIKeyAuth(KEY)
+        assert auth.authenticate({"HTTP_ACCESS_TOKEN": latin1}, None) is True
+        assert auth.authenticate({"HTTP_AUTHORIZATION": f"Bearer {latin1}"}, None) is True
+        assert auth.authenticate({"HTTP_AUTHORIZATION": f"bearer   {latin1} "}, None) is True
+
+    @pytest.mark.parametrize(
+        "environ",
+        [
+            {"HTTP_AUTHORIZATION": KEY},  # no scheme
+            {"HTTP_AUTHORIZATION": f"Basic {KEY}"},
+            {"HTTP_AUTHORIZATION": "Bearer "},
+            {"HTTP_ACCESS_TOKEN": "\u0100" + KEY},  # not latin-1: not a header's bytes
+            {"HTTP_ACCESS_TOKEN": 12345},
+            {"HTTP_X_API_KEY": KEY},
+        ],
+    )
+    def test_refuses_other_headers(self, environ):
+        assert APIKeyAuth(KEY).authenticate(environ, None) is False
 
     @pytest.mark.parametrize(
         "presented",
@@ -44,6 +64,10 @@ class TestAPIKeyAuth:
     def test_needs_a_non_empty_string_key(self, bad):
         with pytest.raises(ValueError):
             APIKeyAuth(bad)
+
+    def test_needs_somewhere_to_read_the_key(self):
+        with pytest.raises(ValueError, match="at least one"):
+            APIKeyAuth(KEY, fields=(), headers=())
 
 
 def test_server_rejects_an_auth_argument_of_the_wrong_type():

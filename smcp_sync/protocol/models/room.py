@@ -54,10 +54,14 @@ class ListRoomReq:
 
 @wire_model
 class SessionInfo:
+    """`a2c_version`: what the session declared when it connected (as a2c-smcp 0.4.2's
+    SessionInfo); absent for clients that declared none (official 0.1.x SDKs)."""
+
     sid: str
     name: str
     role: Role
     office_id: str
+    a2c_version: str | None = None
 
 
 @wire_model
