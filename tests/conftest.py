@@ -3,7 +3,7 @@
 Use `no_leaks` in any test that starts threads or processes: it fails the test when,
 a few seconds after the test body, a thread or child process started by it still runs.
 
-The interop fixtures (`official_python`, `spawn`, `official_server`) import the harness of
+The interop fixtures (`official_python`, `official_peer`, `spawn`, `official_server`) import the harness of
 `tests/interop` only when a test asks for them, so the other tests never load it. Test
 modules import that harness as `interop.harness`: pytest's default ("prepend") import mode
 puts this file's directory, `tests/`, on `sys.path`, under `pytest` and `python -m pytest`
@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import psutil
 import pytest
 
+from interop.venv import SDK_VERSIONS  # standard library only: the versions to test against
+
 if TYPE_CHECKING:
-    from interop.harness import JsonLineProcess
+    from interop.harness import JsonLineProcess, OfficialPeer
 
     Spawn = Callable[[JsonLineProcess], JsonLineProcess]
 
@@ -55,11 +57,21 @@ def no_leaks():
 
 @pytest.fixture(scope="session")
 def official_python() -> Path:
-    """The python of the official SDK's virtualenv, built on first use (minutes) and reused.
-    Ask for it before `no_leaks`, so that a build does not count as a leak."""
+    """The python of the official SDK 0.1.6's virtualenv, built on first use (about a
+    minute) and reused. Ask for it before `no_leaks`, so that a build does not count as a leak."""
+    from interop.venv import LEGACY, official_sdk_python
+
+    return official_sdk_python(LEGACY)
+
+
+@pytest.fixture(scope="session", params=SDK_VERSIONS, ids=lambda version: f"sdk{version}")
+def official_peer(request: pytest.FixtureRequest) -> OfficialPeer:
+    """Each official SDK version in turn (0.4.2, 0.1.6), its venv built on first use; a
+    test or module fixture asking for it runs once per version."""
+    from interop.harness import OfficialPeer
     from interop.venv import official_sdk_python
 
-    return official_sdk_python()
+    return OfficialPeer(request.param, official_sdk_python(request.param))
 
 
 @pytest.fixture

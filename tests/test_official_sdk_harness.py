@@ -21,7 +21,7 @@ from interop.harness import (
     start_official_agent,
     start_official_computer,
 )
-from interop.venv import official_sdk_python
+from interop.venv import LEGACY, official_sdk_python
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -31,7 +31,7 @@ CALL_TOOL_RESULT_KEYS = {"meta", "content", "structuredContent", "isError"}
 
 def test_venv_is_cached(official_python):
     started = time.monotonic()
-    assert official_sdk_python() == official_python
+    assert official_sdk_python(LEGACY) == official_python
     assert time.monotonic() - started < 30
     assert official_python.exists()
 

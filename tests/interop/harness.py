@@ -8,15 +8,16 @@ background thread, keeps them in order and lets a test wait for one that matches
     events = run_official_agent(python, server.url, "office", "a1", [{"op": "list_room"}])
     results = agent_results(events)
 
-``python`` is ``interop.venv.official_sdk_python()``. Children run in their own process
+``python`` is ``interop.venv.official_sdk_python(version)``; ``OfficialPeer`` pairs it with
+its version and what differs by version on the wire (tool names, the key's field). Children run in their own process
 group; ``stop()`` closes stdin, sends SIGTERM, waits, then SIGKILLs the group (so MCP
 grandchildren go too). All helpers take timeouts; a failed wait raises ``InteropTimeout``
 with the child's recent stderr.
 
 Tests import this module as ``interop.harness`` (``tests/`` is on ``sys.path``: pytest puts
 the directory of the top-level ``tests/conftest.py`` there) and take the fixtures of that
-conftest: ``official_python``, ``spawn`` (adopts children into a ``Children``) and
-``official_server``.
+conftest: ``official_python`` (0.1.6), ``official_peer`` (each version in turn), ``spawn``
+(adopts children into a ``Children``) and ``official_server``.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "SCRIPTS",
     "Children",
     "InteropTimeout",
     "JsonLineProcess",
+    "OfficialPeer",
     "agent_results",
     "by_op",
     "echo_mcp_config",
@@ -294,6 +296,34 @@ class Children:
 # -- the official SDK roles ----------------------------------------------------------------
 
 
+class OfficialPeer(NamedTuple):
+    """One official SDK version and the python of its venv, with what differs on the wire."""
+
+    version: str
+    python: Path
+
+    @property
+    def handshake(self) -> bool:
+        """0.4+: sends ``a2c_version``, its Server gates on it, flat errors, BundleID names."""
+        return tuple(int(x) for x in self.version.split(".")[:2]) >= (0, 4)
+
+    def tool(self, server: str, tool: str) -> str:
+        """The name its Computer exposes ``tool`` of MCP server ``server`` under (no explicit
+        bundle_id: 0.4+ derives it from the server name)."""
+        return f"{server}__{tool}" if self.handshake else tool
+
+    @property
+    def auth_via_own_server(self) -> str:
+        """How its clients present the key to its own Server (``official_server.py``): the
+        SDK default for 0.4+; the auth dict for 0.1.x, whose default HTTP header
+        ``access_token`` werkzeug drops (an underscore in the name)."""
+        return "sdk" if self.handshake else "auth"
+
+    def server_auth(self, key: str) -> dict[str, str]:
+        """The Socket.IO auth dict its Server (``official_server.py``) accepts by default."""
+        return {"token": key} if self.handshake else {"access_token": key}
+
+
 def _client_argv(
     python: str | os.PathLike,
     script: str,
@@ -319,12 +349,16 @@ def start_official_server(
     api_key: str = "test-key",
     host: str = "127.0.0.1",
     trace: bool = True,
+    version_gate: bool = True,
     timeout: float = 60.0,
 ) -> JsonLineProcess:
-    """Start ``official_server.py``; returns once it listens. ``proc.url`` is its base URL."""
+    """Start ``official_server.py``; returns once it listens. ``proc.url`` is its base URL.
+    ``version_gate=False`` leaves out 0.4.x's version middleware."""
     argv = [str(python), str(SCRIPTS / "official_server.py"), "--host", host, "--port", "0", "--api-key", api_key]
     if not trace:
         argv.append("--no-trace")
+    if not version_gate:
+        argv.append("--no-version-gate")
     proc = JsonLineProcess(argv, name="official-server", cwd=SCRIPTS)
     try:
         listening = proc.wait_for("listening", timeout)

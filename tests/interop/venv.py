@@ -1,21 +1,25 @@
-"""A private virtualenv holding the official A2C-SMCP Python SDK (``a2c-smcp==0.1.6``).
+"""Private virtualenvs holding the official A2C-SMCP Python SDK, one per peer version.
 
 The official SDK pins ``mcp<2`` while smcp_sync uses mcp 2.x, so the SDK never shares an
 interpreter with our package: it runs in its own virtualenv, as child processes started
-from the test-suite (see ``tests/interop/scripts/``).
+from the test-suite (see ``tests/interop/scripts/``). Two versions are tested side by side:
+``CURRENT`` (a2c-smcp 0.4.2, protocol 0.4) and ``LEGACY`` (a2c-smcp 0.1.6, no handshake).
 
-``official_sdk_python()`` returns that venv's ``python``. The venv is built once and
-reused:
+``official_sdk_python(version)`` returns that version's venv ``python``. Each venv is built
+once and reused:
 
-* location: ``$SMCP_OFFICIAL_VENV`` or ``<repo>/.official-sdk-venv``;
+* location: ``$SMCP_OFFICIAL_VENV-<version>`` (tox sets ``SMCP_OFFICIAL_VENV`` under its
+  work dir, so the four envs of a run share one build per version), else
+  ``<repo>/.official-sdk-venv-<version>``;
 * a marker file records what was installed; a venv whose marker matches and whose python
   can import everything the scripts need is reused as is, anything else is rebuilt;
 * an exclusive ``fcntl.flock`` on ``<venv>.lock`` serialises concurrent builders
   (pytest-xdist workers, parallel tox envs);
-* the SDK declares ``Requires-Python >=3.11``: the venv is made with the interpreter
-  running the tests when it is 3.11+, otherwise (or if that build fails) with another
-  3.11+ interpreter found on the machine (``$SMCP_OFFICIAL_SDK_BASE_PYTHON``, ``python3.1x``
-  on PATH, pyenv versions). The venv is a separate process, so its Python need not match.
+* both SDK versions declare ``Requires-Python >=3.11``: the venv is made with the
+  interpreter running the tests when it is 3.11+, otherwise (or if that build fails) with
+  another 3.11+ interpreter found on the machine (``$SMCP_OFFICIAL_SDK_BASE_PYTHON``,
+  ``python3.1x`` on PATH, pyenv versions). The venv is a separate process, so its Python
+  need not match.
 
 Only PyPI (through pip, with the machine's ordinary pip configuration) is needed.
 """
@@ -33,29 +37,29 @@ import time
 from pathlib import Path
 
 __all__ = [
-    "SDK_VERSION",
-    "REQUIREMENTS",
+    "CURRENT",
+    "LEGACY",
+    "SDK_VERSIONS",
     "OfficialVenvError",
     "official_sdk_python",
+    "requirements",
     "venv_dir",
 ]
 
-SDK_VERSION = "0.1.6"
+CURRENT = "0.4.2"
+LEGACY = "0.1.6"
+SDK_VERSIONS: tuple[str, ...] = (CURRENT, LEGACY)
 
-# What the official Server, Computer and sync Agent need to actually run:
-# - a2c-smcp[cli]: the Computer module imports prompt_toolkit at import time (cli extra);
+# What the official Server, Computer and sync Agent need to actually run, besides the SDK:
+# - the cli extra: the Computer module imports prompt_toolkit at import time;
 # - requests + websocket-client: python-socketio's *sync* Client (the SDK's sync Agent)
 #   needs them for polling and for the websocket upgrade;
 # - werkzeug + simple-websocket: the SDK's sync Server namespace on a threading
-#   socketio.Server behind werkzeug's threaded WSGI server, with websocket upgrade;
+#   socketio.Server behind werkzeug's threaded WSGI server, with websocket upgrade
+#   (0.4.2's server extra brings werkzeug and uvicorn, not simple-websocket);
 # the Computer's socketio.AsyncClient uses aiohttp, a direct SDK dependency.
-REQUIREMENTS: tuple[str, ...] = (
-    f"a2c-smcp[cli]=={SDK_VERSION}",
-    "requests",
-    "websocket-client",
-    "werkzeug",
-    "simple-websocket",
-)
+_SYNC_TRANSPORT = ("requests", "websocket-client", "werkzeug", "simple-websocket")
+_EXTRAS = {CURRENT: "server,cli", LEGACY: "cli"}
 
 # Imported by the smoke check that decides whether an existing venv is usable.
 _SMOKE_IMPORTS = (
@@ -71,6 +75,15 @@ _SMOKE_IMPORTS = (
     "simple_websocket",
     "aiohttp",
 )
+_SMOKE_IMPORTS_BY_VERSION = {CURRENT: ("a2c_smcp.server.middleware",), LEGACY: ()}
+
+
+def requirements(version: str) -> tuple[str, ...]:
+    """The pip requirements of the venv for SDK ``version`` (one of ``SDK_VERSIONS``)."""
+    if version not in _EXTRAS:
+        raise ValueError(f"no interop venv for a2c-smcp {version!r}; known: {', '.join(SDK_VERSIONS)}")
+    return (f"a2c-smcp[{_EXTRAS[version]}]=={version}", *_SYNC_TRANSPORT)
+
 
 _MIN_PYTHON = (3, 11)
 _MARKER = "smcp-official-sdk.json"
@@ -86,18 +99,19 @@ class OfficialVenvError(RuntimeError):
     """The official SDK's virtualenv could not be built."""
 
 
-def venv_dir() -> Path:
-    """Where the official SDK venv lives (``$SMCP_OFFICIAL_VENV`` or ``<repo>/.official-sdk-venv``)."""
+def venv_dir(version: str) -> Path:
+    """Where the venv of SDK ``version`` lives: ``$SMCP_OFFICIAL_VENV-<version>`` or
+    ``<repo>/.official-sdk-venv-<version>``."""
     configured = os.environ.get("SMCP_OFFICIAL_VENV")
-    return Path(configured).expanduser().resolve() if configured else _REPO_ROOT / ".official-sdk-venv"
+    base = Path(configured).expanduser().resolve() if configured else _REPO_ROOT / ".official-sdk-venv"
+    requirements(version)  # refuses an unknown version
+    return base.with_name(f"{base.name}-{version}")
 
 
 def _venv_python(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def _marker_payload() -> dict:
-    return {"requirements": list(REQUIREMENTS)}
 
 
 def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProcess:
@@ -120,20 +134,20 @@ def _run(argv: list[str], timeout: float, what: str) -> subprocess.CompletedProc
         raise OfficialVenvError(f"{what} timed out after {timeout}s: {' '.join(argv)}") from exc
 
 
-def _is_usable(path: Path) -> bool:
+def _is_usable(path: Path, version: str) -> bool:
     python = _venv_python(path)
     marker = path / _MARKER
     if not python.exists() or not marker.exists():
         return False
     try:
-        if json.loads(marker.read_text(encoding="utf-8")).get("requirements") != list(REQUIREMENTS):
+        if json.loads(marker.read_text(encoding="utf-8")).get("requirements") != list(requirements(version)):
             return False
     except (OSError, ValueError):
         return False
     code = (
         "import importlib, importlib.metadata as m\n"
-        f"[importlib.import_module(n) for n in {list(_SMOKE_IMPORTS)!r}]\n"
-        f"assert m.version('a2c-smcp') == {SDK_VERSION!r}, m.version('a2c-smcp')\n"
+        f"[importlib.import_module(n) for n in {[*_SMOKE_IMPORTS, *_SMOKE_IMPORTS_BY_VERSION[version]]!r}]\n"
+        f"assert m.version('a2c-smcp') == {version!r}, m.version('a2c-smcp')\n"
     )
     proc = _run([str(python), "-c", code], _CHECK_TIMEOUT, "smoke check")
     return proc.returncode == 0
@@ -187,7 +201,7 @@ def _candidate_interpreters() -> list[str]:
     return result
 
 
-def _build(path: Path, base_python: str) -> None:
+def _build(path: Path, version: str, base_python: str) -> None:
     if path.exists():
         shutil.rmtree(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,24 +210,24 @@ def _build(path: Path, base_python: str) -> None:
         raise OfficialVenvError(f"'{base_python} -m venv' failed:\n{proc.stdout[-4000:]}")
     python = str(_venv_python(path))
     proc = _run(
-        [python, "-m", "pip", "install", "--quiet", *REQUIREMENTS],
+        [python, "-m", "pip", "install", "--quiet", *requirements(version)],
         _PIP_TIMEOUT,
         "pip install",
     )
     if proc.returncode != 0:
         raise OfficialVenvError(f"pip install with {base_python} failed:\n{proc.stdout[-4000:]}")
     (path / _MARKER).write_text(
-        json.dumps({**_marker_payload(), "base_python": base_python, "built_at": time.time()}, indent=2),
+        json.dumps({"requirements": list(requirements(version)), "base_python": base_python, "built_at": time.time()}, indent=2),
         encoding="utf-8",
     )
-    if not _is_usable(path):
+    if not _is_usable(path, version):
         raise OfficialVenvError(f"venv built with {base_python} fails its smoke check")
 
 
-def official_sdk_python() -> Path:
-    """Return the python of a venv with ``a2c-smcp[cli]==0.1.6`` installed, building it if needed."""
-    path = venv_dir()
-    if _is_usable(path):
+def official_sdk_python(version: str) -> Path:
+    """Return the python of the venv with a2c-smcp ``version`` installed, building it if needed."""
+    path = venv_dir(version)
+    if _is_usable(path, version):
         return _venv_python(path)
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,28 +243,29 @@ def official_sdk_python() -> Path:
                     raise OfficialVenvError(f"timed out waiting for the lock {lock_path}") from None
                 time.sleep(0.5)
         try:
-            if _is_usable(path):  # another process built it while we waited
+            if _is_usable(path, version):  # another process built it while we waited
                 return _venv_python(path)
             candidates = _candidate_interpreters()
             if not candidates:
                 raise OfficialVenvError(
-                    "a2c-smcp 0.1.6 needs Python >= 3.11 and none was found; "
+                    f"a2c-smcp {version} needs Python >= 3.11 and none was found; "
                     "set SMCP_OFFICIAL_SDK_BASE_PYTHON to a 3.11+ interpreter"
                 )
             errors: list[str] = []
             for base in candidates:
                 try:
-                    _build(path, base)
+                    _build(path, version, base)
                     return _venv_python(path)
                 except OfficialVenvError as exc:
                     errors.append(str(exc))
             shutil.rmtree(path, ignore_errors=True)
-            raise OfficialVenvError("could not build the official SDK venv:\n\n" + "\n\n".join(errors))
+            raise OfficialVenvError(f"could not build the a2c-smcp {version} venv:\n\n" + "\n\n".join(errors))
         finally:
             fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
 
 
-if __name__ == "__main__":  # pragma: no cover - manual use: python tests/interop/venv.py
-    started = time.monotonic()
-    print(official_sdk_python())
-    print(f"ready in {time.monotonic() - started:.1f}s", file=sys.stderr)
+if __name__ == "__main__":  # pragma: no cover - manual use: python tests/interop/venv.py [VERSION...]
+    for wanted in sys.argv[1:] or SDK_VERSIONS:
+        started = time.monotonic()
+        print(official_sdk_python(wanted))
+        print(f"a2c-smcp {wanted} ready in {time.monotonic() - started:.1f}s", file=sys.stderr)

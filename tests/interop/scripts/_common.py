@@ -10,6 +10,7 @@ library prints) to stderr.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
@@ -21,6 +22,17 @@ from typing import Any
 _lock = threading.Lock()
 _out = None
 _t0 = time.monotonic()
+
+
+def sdk_version() -> tuple[int, ...]:
+    """The installed a2c-smcp version as a tuple (read from its metadata, without importing it)."""
+    return tuple(int(part) for part in importlib.metadata.version("a2c-smcp").split(".")[:3])
+
+
+def speaks_handshake() -> bool:
+    """a2c-smcp 0.4+: version handshake (``a2c_version`` query, HTTP version gate),
+    ``auth.token`` by default, flat error payloads, BundleID tool names."""
+    return sdk_version() >= (0, 4)
 
 
 def setup_stdout(log_level: str | None = None) -> None:
@@ -96,10 +108,12 @@ def client_arguments(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--namespace", default="/smcp")
     parser.add_argument(
         "--auth-via",
-        choices=("auth", "header", "both", "none"),
+        choices=("sdk", "auth", "header", "both", "none"),
         default="auth",
-        help="how to present the key: Socket.IO auth dict {'access_token': key}, "
-        "HTTP header 'access_token: key', both, or not at all",
+        help="how to present the key: 'sdk' = the installed SDK's own default (0.4.x: Socket.IO "
+        "auth dict {'token': key}; 0.1.x: HTTP header 'access_token: key'), 'auth' = auth dict "
+        "{'access_token': key}, 'header' = HTTP header 'access_token: key', both of the last "
+        "two, or not at all",
     )
     parser.add_argument(
         "--transports",
@@ -108,6 +122,15 @@ def client_arguments(description: str) -> argparse.ArgumentParser:
         "i.e. polling then upgrade to websocket)",
     )
     return parser
+
+
+def key_presentation(auth_via: str, key: str) -> tuple[dict | None, dict | None]:
+    """``(auth dict, HTTP headers)`` that present ``key`` as ``--auth-via`` asks."""
+    if auth_via == "sdk":
+        return ({"token": key}, None) if speaks_handshake() else (None, {"access_token": key})
+    auth = {"access_token": key} if auth_via in ("auth", "both") else None
+    headers = {"access_token": key} if auth_via in ("header", "both") else None
+    return auth, headers
 
 
 def parse_arguments(parser: argparse.ArgumentParser) -> argparse.Namespace:

@@ -1,9 +1,9 @@
-"""Drive the official SDK's SYNC Agent (a2c-smcp 0.1.6) through a list of steps; print JSON lines.
+"""Drive the official SDK's SYNC Agent (a2c-smcp 0.4.x or 0.1.x) through a list of steps; print JSON lines.
 
-Usage (with the official venv's python)::
+Usage (with an official venv's python)::
 
     python official_agent.py --url http://127.0.0.1:PORT --office OFFICE --name NAME \
-        [--api-key test-key] [--auth-via auth|header|both|none] [--transports ...] \
+        [--api-key test-key] [--auth-via sdk|auth|header|both|none] [--transports ...] \
         [--no-join] [--join-mode call|emit] [--linger SECONDS] STEPS
 
 ``STEPS`` is a JSON list (inline, ``@file`` or a path), executed in order, e.g.::
@@ -17,9 +17,11 @@ Usage (with the official venv's python)::
 What runs: ``a2c_smcp.agent.SMCPAgentClient`` (a ``socketio.Client``) with
 ``DefaultAgentAuthProvider(agent_id=NAME, office_id=OFFICE, api_key=..., auth_data=...)``,
 connected by the SDK's ``connect_to_server(url)`` (-> ``connect(url, auth=..., headers=...,
-namespaces=["/smcp"])``). ``--auth-via auth`` (default) puts ``{"access_token": key}`` in the
-Socket.IO auth dict (``auth_data=``); ``header`` is the SDK's documented usage (``api_key=`` ->
-HTTP header ``access_token``); ``both`` does both.
+namespaces=["/smcp"])``; 0.4.x adds the ``a2c_version`` query itself). ``--auth-via sdk`` is
+the SDK's documented usage, ``api_key=`` (0.4.x: Socket.IO auth dict ``token``; 0.1.x: HTTP
+header ``access_token``); ``auth`` (default) puts ``{"access_token": key}`` in the auth dict
+(``auth_data=``), ``header`` in the HTTP header ``access_token`` (``extra_headers=``), ``both``
+does both.
 
 Ops (each prints ``{"event":"result","index":i,"op":..,"ok":..,...}``):
 
@@ -33,7 +35,9 @@ Ops (each prints ``{"event":"result","index":i,"op":..,"ok":..,...}``):
 * ``tool_call`` computer tool params [timeout=10]: SDK ``emit_tool_call()``; ``result`` is the
   SDK's ``CallToolResult`` (dumped), ``raw`` the ack dict as received.
 * ``get_desktop`` computer [size, window]: SDK ``get_desktop_from_computer()``.
-* ``get_config`` computer: raw ``client:get_config`` call (the SDK agent has no method for it).
+* ``get_config`` computer: 0.4.x: SDK ``get_config_from_computer()``; 0.1.x: raw
+  ``client:get_config`` call (that SDK agent has no method for it).
+* ``get_resources`` computer mcp_server [cursor]: SDK ``get_resources()`` (0.4.x only).
 * ``cancel`` [req_id]: emits ``server:tool_call_cancel`` {agent, req_id} like the SDK does;
   ``req_id`` defaults to ``"@last"``, the req_id of the last ``client:tool_call`` sent.
 * ``spawn`` steps [label]: run ``steps`` in a background thread (their results are indexed
@@ -138,7 +142,7 @@ def main() -> int:
             emit({"event": "ack", "name": event, "data": result})
             return result
 
-        # The SDK registers these four notify handlers; report the raw payload, then let it run.
+        # The notify handlers the SDK registers: report the raw payload, then let the SDK run.
         def _on_computer_enter_office(self, data):  # noqa: ANN001
             record_notify("notify:enter_office", data)
             return super()._on_computer_enter_office(data)
@@ -155,17 +159,21 @@ def main() -> int:
             record_notify("notify:update_desktop", data)
             return super()._on_desktop_updated(data)
 
-    key = args.api_key
-    auth = DefaultAgentAuthProvider(
-        agent_id=args.name,
-        office_id=args.office,
-        api_key=key if args.auth_via in ("header", "both") else None,
-        auth_data={"access_token": key} if args.auth_via in ("auth", "both") else None,
-    )
+        def _on_computer_update_tool_list(self, data):  # noqa: ANN001  (registered by 0.4.x only)
+            record_notify("notify:update_tool_list", data)
+            return super()._on_computer_update_tool_list(data)
+
+    if args.auth_via == "sdk":
+        credentials = {"api_key": args.api_key}
+    else:
+        auth_data, headers = _common.key_presentation(args.auth_via, args.api_key)
+        credentials = {"auth_data": auth_data, "extra_headers": headers}
+    auth = DefaultAgentAuthProvider(agent_id=args.name, office_id=args.office, **credentials)
     agent = TracingAgent(auth_provider=auth, event_handler=Printer(), namespace=args.namespace)
     # Events the SDK's sync agent registers no handler for: observe them anyway.
     for name in ("notify:update_tool_list", "notify:tool_call_cancel"):
-        agent.on(name, lambda data=None, _n=name: record_notify(_n, data), namespace=args.namespace)
+        if name not in agent.handlers.get(args.namespace, {}):
+            agent.on(name, lambda data=None, _n=name: record_notify(_n, data), namespace=args.namespace)
 
     connect_kwargs = {}
     if args.transports:
@@ -218,8 +226,13 @@ def main() -> int:
             )
             return {"ok": True, "result": ret}
         if op == "get_config":
+            if hasattr(agent, "get_config_from_computer"):
+                return {"ok": True, "result": agent.get_config_from_computer(step["computer"], timeout=timeout)}
             req = {"agent": args.name, "req_id": uuid.uuid4().hex, "computer": step["computer"]}
             return {"ok": True, "result": agent.call(GET_CONFIG_EVENT, req, namespace=ns, timeout=timeout)}
+        if op == "get_resources":
+            ret = agent.get_resources(step["computer"], step["mcp_server"], cursor=step.get("cursor"), timeout=timeout)
+            return {"ok": True, "result": ret}
         if op == "cancel":
             req_id = step.get("req_id", "@last")
             if req_id == "@last":

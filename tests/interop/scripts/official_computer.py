@@ -1,9 +1,9 @@
-"""Run the official SDK's Computer (a2c-smcp 0.1.6) against an SMCP server and trace it as JSON lines.
+"""Run the official SDK's Computer (a2c-smcp 0.4.x or 0.1.x) against an SMCP server and trace it as JSON lines.
 
-Usage (with the official venv's python)::
+Usage (with an official venv's python)::
 
     python official_computer.py --url http://127.0.0.1:PORT --office OFFICE --name NAME \
-        [--api-key test-key] [--auth-via auth|header|both|none] [--transports polling,websocket] \
+        [--api-key test-key] [--auth-via sdk|auth|header|both|none] [--transports polling,websocket] \
         --mcp-config CONFIG [--confirm approve|deny|none] [--no-join]
 
 ``CONFIG`` is JSON inline, ``@path`` or a path: one MCP server config, a list of them, or
@@ -15,7 +15,9 @@ What runs: ``a2c_smcp.computer.computer.Computer(name, mcp_servers=..., confirm_
 booted with ``boot_up()`` (starts the MCP servers), and the SDK's Socket.IO client
 ``SMCPComputerClient`` (a ``socketio.AsyncClient``) connected with
 ``connect(url, auth=..., headers=..., namespaces=["/smcp"])`` — exactly what the SDK's CLI
-does — then ``join_office(office)`` (an acked ``server:join_office`` call).
+does (0.4.x adds the ``a2c_version`` query itself) — then ``join_office(office)`` (an acked
+``server:join_office`` call). The Computer holds no key: ``--auth-via`` says how the script
+presents it (``sdk``: what that SDK's Server reads by default, see ``_common``).
 ``--confirm approve`` (default) passes a confirm callback that approves every tool call, so
 tools without ``auto_apply`` still run; ``none`` passes no callback (the SDK then refuses such
 tools).
@@ -23,7 +25,8 @@ tools).
 stdout (JSON lines): ``booted`` (local tool names), ``connected`` (sid, transport),
 ``joined`` / ``join_failed``, ``recv`` / ``reply`` / ``handler_error`` for every ``client:*``
 request the Computer handles (a handler error means NO ack was sent), ``notify`` for every
-``notify:*`` it receives (the SDK itself ignores them, ``notify:tool_call_cancel`` included),
+``notify:*`` it receives (0.1.x ignores them all; 0.4.x handles ``notify:tool_call_cancel``,
+traced before its handler runs),
 ``send`` / ``ack`` for what it emits, ``result`` per stdin command, ``exit``.
 
 stdin: one JSON command per line: ``{"op":"leave"}``, ``{"op":"join","office":"o"}``,
@@ -147,20 +150,29 @@ async def amain(args: argparse.Namespace) -> int:
         async def on_get_config(self, data):  # noqa: ANN001
             return await self._traced("client:get_config", super().on_get_config, data)
 
+        async def on_get_resources(self, data):  # noqa: ANN001  (registered by 0.4.x only)
+            return await self._traced("client:get_resources", super().on_get_resources, data)
+
+        async def on_tool_call_cancel(self, data):  # noqa: ANN001  (registered by 0.4.x only)
+            emit({"event": "notify", "name": "notify:tool_call_cancel", "data": data})
+            return await super().on_tool_call_cancel(data)
+
     client = TracingComputerClient(computer=computer, namespace=args.namespace)
     for name in NOTIFY_EVENTS:
+        if name in client.handlers.get(args.namespace, {}):
+            continue  # the SDK's own handler, traced above
 
         async def on_notify(data=None, _name=name):  # noqa: ANN001
             emit({"event": "notify", "name": _name, "data": data})
 
         client.on(name, on_notify, namespace=args.namespace)
 
-    key = args.api_key
+    auth, headers = _common.key_presentation(args.auth_via, args.api_key)
     connect_kwargs: dict = {"namespaces": [args.namespace]}
-    if args.auth_via in ("auth", "both"):
-        connect_kwargs["auth"] = {"access_token": key}
-    if args.auth_via in ("header", "both"):
-        connect_kwargs["headers"] = {"access_token": key}
+    if auth:
+        connect_kwargs["auth"] = auth
+    if headers:
+        connect_kwargs["headers"] = headers
     if args.transports:
         connect_kwargs["transports"] = args.transports.split(",")
 
@@ -236,6 +248,7 @@ async def amain(args: argparse.Namespace) -> int:
                     "client:get_tools": client.on_get_tools,
                     "client:get_desktop": client.on_get_desktop,
                     "client:get_config": client.on_get_config,
+                    "client:get_resources": client.on_get_resources,
                 }
                 out = {"ok": True, "result": await handlers[cmd["event"]](cmd.get("data"))}
             elif op == "tools":

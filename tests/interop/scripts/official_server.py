@@ -1,23 +1,30 @@
-"""Run the official SDK's SYNC Server (a2c-smcp 0.1.6) and trace its wire traffic as JSON lines.
+"""Run the official SDK's SYNC Server (a2c-smcp 0.4.x or 0.1.x) and trace its wire traffic as JSON lines.
 
-Usage (with the official venv's python)::
+Usage (with an official venv's python)::
 
     python official_server.py [--host 127.0.0.1] [--port 0] [--api-key test-key] [--no-trace]
+        [--no-version-gate]
 
 Stack: ``a2c_smcp.server.SyncSMCPNamespace`` registered on a python-socketio threading
 ``Server`` (``async_mode="threading"``, default ``async_handlers=True``), wrapped in
 ``socketio.WSGIApp`` and served by werkzeug's threaded WSGI server (websocket upgrade
-works through simple-websocket). The SDK's ``DefaultSyncAuthenticationProvider`` reads the
-key from ``environ['asgi.scope']['headers']`` / ``environ['HTTP_HEADERS']``, which a WSGI
-server never fills, so it refuses every WSGI client; this script plugs in its own
-``SyncAuthenticationProvider`` that accepts the key from the Socket.IO ``auth`` dict
-(``{"access_token": key}``) or from the HTTP header ``access_token`` (environ
-``HTTP_ACCESS_TOKEN``).
+works through simple-websocket). Authentication, by SDK version:
+
+* 0.4.x: the SDK's own ``DefaultSyncAuthenticationProvider(admin_secret=KEY)``, which reads
+  the key from the Socket.IO auth dict field ``token`` (works under WSGI), and the SDK's
+  ``A2CProtocolVersionWSGIMiddleware`` around the app (on unless ``--no-version-gate``):
+  a connection without a compatible ``a2c_version`` query gets HTTP 400 before Socket.IO.
+* 0.1.x: the SDK's ``DefaultSyncAuthenticationProvider`` reads the key from
+  ``environ['asgi.scope']['headers']`` / ``environ['HTTP_HEADERS']``, which a WSGI server
+  never fills, so it refuses every WSGI client; this script plugs in its own
+  ``SyncAuthenticationProvider`` that accepts the key from the Socket.IO ``auth`` dict
+  (``{"access_token": key}``) or from the HTTP header ``access_token`` (environ
+  ``HTTP_ACCESS_TOKEN``).
 
 stdout (one JSON object per line):
 
-* ``{"event":"listening","url":"http://127.0.0.1:PORT","port":PORT}`` when ready;
-* ``{"event":"auth","ok":bool,"via":[...],"auth_keys":[...],"transport":...}`` per connect;
+* ``{"event":"listening","url":"http://127.0.0.1:PORT","port":PORT,"sdk":"0.4.2","version_gate":bool}`` when ready;
+* ``{"event":"auth","ok":bool,"via":[...],"auth_keys":[...],"transport":...,"a2c_version":...}`` per connect;
 * with tracing (default): ``recv`` (event received: name, sid, data), ``handled``
   (handler's return value = the ack), ``handler_error`` (handler raised: NO ack is sent),
   ``send`` (namespace emit: name, data, room, skip_sid), ``call`` / ``call_result`` /
@@ -45,41 +52,56 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-trace", action="store_true", help="only print listening/auth/stopped")
+    parser.add_argument("--no-version-gate", action="store_true", help="0.4.x: leave out the version middleware")
     args = _common.parse_arguments(parser)
+    handshake = _common.speaks_handshake()
 
     import logging
 
     import socketio
     from werkzeug.serving import make_server
 
-    from a2c_smcp.server import SyncAuthenticationProvider, SyncSMCPNamespace
+    from a2c_smcp.server import DefaultSyncAuthenticationProvider, SyncAuthenticationProvider, SyncSMCPNamespace
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     trace = not args.no_trace
     api_key = args.api_key
 
+    def report(environ, auth, via) -> None:  # noqa: ANN001
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        emit(
+            {
+                "event": "auth",
+                "ok": bool(via),
+                "via": via,
+                "auth_type": type(auth).__name__,
+                "auth_keys": sorted(auth) if isinstance(auth, dict) else None,
+                "header_present": "HTTP_ACCESS_TOKEN" in environ,
+                "transport": (query.get("transport") or [None])[0],
+                "eio": (query.get("EIO") or [None])[0],
+                "a2c_version": (query.get("a2c_version") or [None])[0],
+                "user_agent": environ.get("HTTP_USER_AGENT"),
+            }
+        )
+
+    class SdkAuth(DefaultSyncAuthenticationProvider):
+        """0.4.x: the SDK's default provider (key in ``auth.token``), reported."""
+
+        def authenticate(self, sio, environ, auth, headers):  # noqa: ANN001
+            ok = super().authenticate(sio, environ, auth, headers)
+            report(environ, auth, ["auth.token"] if ok else [])
+            return ok
+
     class KeyAuth(SyncAuthenticationProvider):
+        """0.1.x: the key from ``auth.access_token`` or the ``access_token`` header."""
+
         def authenticate(self, sio, environ, auth, headers):  # noqa: ANN001
             via = []
             if isinstance(auth, dict) and auth.get("access_token") == api_key:
                 via.append("auth")
             if environ.get("HTTP_ACCESS_TOKEN") == api_key:
                 via.append("header")
-            query = parse_qs(environ.get("QUERY_STRING", ""))
-            emit(
-                {
-                    "event": "auth",
-                    "ok": bool(via),
-                    "via": via,
-                    "auth_type": type(auth).__name__,
-                    "auth_keys": sorted(auth) if isinstance(auth, dict) else None,
-                    "header_present": "HTTP_ACCESS_TOKEN" in environ,
-                    "sdk_headers_arg": list(headers) if headers else [],
-                    "transport": (query.get("transport") or [None])[0],
-                    "eio": (query.get("EIO") or [None])[0],
-                    "user_agent": environ.get("HTTP_USER_AGENT"),
-                }
-            )
+            report(environ, auth, via)
             return bool(via)
 
     class TracingNamespace(SyncSMCPNamespace):
@@ -130,14 +152,28 @@ def main() -> int:
             return result
 
     sio = socketio.Server(async_mode="threading")
-    sio.register_namespace(TracingNamespace(KeyAuth()))
+    sio.register_namespace(TracingNamespace(SdkAuth(admin_secret=api_key) if handshake else KeyAuth()))
     app = socketio.WSGIApp(sio)
+    version_gate = handshake and not args.no_version_gate
+    if version_gate:
+        from a2c_smcp.server import A2CProtocolVersionWSGIMiddleware
+
+        app = A2CProtocolVersionWSGIMiddleware(app)
 
     server = make_server(args.host, args.port, app, threaded=True)
     port = server.server_port
     thread = threading.Thread(target=server.serve_forever, name="werkzeug", daemon=True)
     thread.start()
-    emit({"event": "listening", "url": f"http://{args.host}:{port}", "port": port, "pid": os.getpid()})
+    emit(
+        {
+            "event": "listening",
+            "url": f"http://{args.host}:{port}",
+            "port": port,
+            "pid": os.getpid(),
+            "sdk": ".".join(map(str, _common.sdk_version())),
+            "version_gate": version_gate,
+        }
+    )
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
