@@ -1,0 +1,129 @@
+"""Wire interop, each official SDK version (a2c-smcp 0.4.2 and 0.1.6) against our Server.
+
+Their Computer (with the mcp 1.x echo server) and their sync Agent run as child processes
+in that version's virtualenv (`tests/interop`) and present the key the way their SDK does
+by default (`--auth-via sdk`: 0.4.2 in the Socket.IO auth dict as ``token``, 0.1.6 in the
+HTTP header ``access_token``); 0.4.2 also sends its ``a2c_version`` query. Our Server runs
+in-process. Wire facts: `tests/interop/WIRE_NOTES.md` and `WIRE_NOTES_0.4.2.md`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from interop.harness import (
+    agent_results,
+    by_op,
+    echo_mcp_config,
+    run_official_agent,
+    start_official_agent,
+    start_official_computer,
+)
+
+from .peers import wait_until
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
+
+KEY = "test-key"  # the harness scripts' default key
+DESKTOP = [
+    "window://echo.test/main?priority=50\n\nhello from the echo main window",
+    "window://echo.test/aux?priority=10\n\nthe aux window",
+]
+
+
+@pytest.fixture
+def our_server(official_peer, server_factory):
+    # official_peer first: building its venv (once) must not count against no_leaks.
+    return server_factory(auth=KEY)
+
+
+def test_their_computer_and_agent_with_their_default_auth_through_our_server(official_peer, our_server, spawn):
+    peer = official_peer
+    echo = peer.tool("echo", "echo")
+    computer = spawn(
+        start_official_computer(peer.python, our_server.url, "o-sdk", "c-sdk", echo_mcp_config(peer.python), auth_via="sdk")
+    )
+    steps = [
+        {"op": "list_room"},
+        {"op": "get_tools", "computer": "c-sdk"},
+        {"op": "tool_call", "computer": "c-sdk", "tool": echo, "params": {"text": "hi"}},
+        {"op": "get_desktop", "computer": "c-sdk"},
+        {"op": "get_config", "computer": "c-sdk"},
+        {"op": "call", "event": "client:get_tools", "data": {"agent": "a-sdk", "req_id": "x", "computer": "ghost"}},
+    ]
+    if peer.handshake:
+        steps.append({"op": "get_resources", "computer": "c-sdk", "mcp_server": "echo"})
+    results = agent_results(run_official_agent(peer.python, our_server.url, "o-sdk", "a-sdk", steps, auth_via="sdk"))
+    assert all(r["ok"] for r in results), results
+    assert by_op(results, "join")[0]["ack"] == [True, None]
+
+    sessions = by_op(results, "list_room")[0]["result"]["sessions"]
+    assert {(s["name"], s["role"], s["office_id"]) for s in sessions} == {
+        ("c-sdk", "computer", "o-sdk"),
+        ("a-sdk", "agent", "o-sdk"),
+    }
+    # Each session's protocol version, as its client announced it (none from 0.1.6).
+    assert {s.get("a2c_version") for s in sessions} == ({"0.4.0"} if peer.handshake else {None})
+
+    tools = {t["name"]: t for t in by_op(results, "get_tools")[0]["result"]["tools"]}
+    assert {peer.tool("echo", name) for name in ("echo", "add", "slow", "fail")} <= set(tools)
+    if peer.handshake:
+        assert tools[echo]["bundle_id"] == "echo"
+    assert by_op(results, "tool_call")[0]["raw"]["content"][0]["text"] == "hi"
+    assert by_op(results, "get_desktop")[0]["result"]["desktops"] == DESKTOP
+    assert set(by_op(results, "get_config")[0]["result"]["servers"]) == {"echo"}
+
+    # A refusal reaches their Agent as the flat error payload, not as a timeout.
+    assert by_op(results, "call")[0]["result"]["code"] == 404
+
+    if peer.handshake:
+        resources = by_op(results, "get_resources")[0]["result"]["resources"]
+        assert {(r["uri"], r["mime_type"]) for r in resources} >= {("window://echo.test/main?priority=50", "text/plain")}
+
+    computer.wait_for({"event": "notify", "name": "notify:leave_office", "data": {"office_id": "o-sdk", "agent": "a-sdk"}}, 10)
+    assert [m.name for m in our_server.registry.members("o-sdk")] == ["c-sdk"]
+
+
+def test_their_agent_sees_their_computer_come_update_and_go(official_peer, our_server, spawn):
+    peer = official_peer
+    agent = spawn(
+        start_official_agent(
+            peer.python,
+            our_server.url,
+            "o-life",
+            "a-life",
+            [
+                {"op": "wait_notify", "name": "notify:enter_office", "match": {"computer": "c-life"}, "timeout": 60},
+                {"op": "wait_notify", "name": "notify:update_tool_list", "timeout": 30},
+                {"op": "wait_notify", "name": "notify:update_desktop", "timeout": 30},
+                {"op": "wait_notify", "name": "notify:leave_office", "match": {"computer": "c-life"}, "timeout": 30},
+            ],
+            auth_via="sdk",
+        )
+    )
+    agent.wait_for({"event": "result", "op": "join", "ok": True}, 60)
+    computer = spawn(
+        start_official_computer(peer.python, our_server.url, "o-life", "c-life", echo_mcp_config(peer.python), auth_via="sdk")
+    )
+
+    # Enter -> their Agent fetches the Computer's tools by itself.
+    mark = agent.wait_for_index({"event": "notify", "name": "notify:enter_office", "data": {"office_id": "o-life", "computer": "c-life"}}, 30)
+    agent.wait_for({"event": "sdk_callback", "name": "on_tools_received", "computer": "c-life"}, 30, after=mark)
+
+    computer.send({"op": "update_tool_list"})
+    agent.wait_for({"event": "notify", "name": "notify:update_tool_list", "data": {"computer": "c-life"}}, 30)
+
+    # Their Agent re-reads the desktop after notify:update_desktop.
+    computer.send({"op": "update_desktop"})
+    mark = agent.wait_for_index({"event": "notify", "name": "notify:update_desktop", "data": {"computer": "c-life"}}, 30)
+    agent.wait_for({"event": "ack", "name": "client:get_desktop", "data": {"desktops": DESKTOP}}, 30, after=mark)
+
+    computer.stop()
+    agent.wait_for({"event": "result", "op": "wait_notify", "name": "notify:leave_office", "ok": True}, 30)
+    agent.wait_for("exit", 60)
+    wait_until(lambda: our_server.registry.members("o-life") == [], timeout=10)
+
+
+def test_their_clients_with_a_wrong_key_are_refused(official_peer, our_server):
+    events = run_official_agent(official_peer.python, our_server.url, "o-x", "a-x", [], api_key="wrong", auth_via="sdk")
+    assert [e["event"] for e in events if e["event"] in ("connect_failed", "connected")] == ["connect_failed"]
