@@ -28,6 +28,7 @@ from ..protocol.codec import from_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
+    A2CResource,
     CallToolResult,
     Completion,
     CompletionArgument,
@@ -37,13 +38,12 @@ from ..protocol.models import (
     GetComputerConfigRet,
     MCPServerConfig,
     MCPServerInput,
-    Resource,
     ResourceContents,
     SMCPTool,
 )
 from .bridge import SHUTDOWN_GRACE, EventLoopThread
 from .catalog import ToolCatalog, build_catalog
-from .config_file import check_unique_names, load_config
+from .config_file import check_unique_bundle_ids, load_config
 from .desktop import desktop_channel, get_desktop
 from .event_pump import EventPump
 from .finder import FinderPage, finder_channel, get_finder
@@ -107,7 +107,7 @@ class Computer:
             self._bridge, self._events.post, InputResolver(definitions, input_values, input_resolver), policy
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
-        check_unique_names(configs)
+        check_unique_bundle_ids(configs)
         for server_config in configs:
             self._manager.configure(server_config)
         self._history = ToolCallHistory(history_size)
@@ -179,7 +179,7 @@ class Computer:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Computer {self.name!r} servers={[s.name for s in self.server_statuses()]}>"
+        return f"<Computer {self.name!r} servers={[s.bundle_id for s in self.server_statuses()]}>"
 
     # -- office -----------------------------------------------------------------------
 
@@ -219,8 +219,9 @@ class Computer:
         *,
         req_id: str | None = None,
     ) -> CallToolResult:
-        """Call a tool by its exposed name. Failures are results, not exceptions: see
-        `CallToolResult.error_code` (DESIGN §3). `req_id` lets `cancel_tool_call` find it."""
+        """Call a tool by its exposed name (``{bundle_id}__{tool}``; the bare tool name
+        also works while only one server has it). Failures are results, not exceptions:
+        see `CallToolResult.error_code` (DESIGN §3). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
         arguments = dict(params) if isinstance(params, Mapping) else {} if params is None else params
         return self._caller.call(name, arguments, timeout, req_id)
@@ -264,8 +265,9 @@ class Computer:
         self._require_started()
         return self._resources.read(uri, mcp_server)
 
-    def get_resources(self, mcp_server: str, cursor: str | None = None) -> tuple[list[Resource], str | None]:
-        """One page of `mcp_server`'s `resources/list` and the next page's cursor (None: last)."""
+    def get_resources(self, mcp_server: str, cursor: str | None = None) -> tuple[list[A2CResource], str | None]:
+        """One page of `resources/list` of the MCP server whose bundle_id is `mcp_server`,
+        and the next page's cursor (None: last)."""
         self._require_started()
         return self._resources.page(mcp_server, cursor)
 
@@ -299,32 +301,33 @@ class Computer:
     def add_server(
         self, config: MCPServerConfig | Mapping[str, Any], timeout: float = DEFAULT_START_TIMEOUT
     ) -> ServerStatus:
-        """Add an MCP server, or replace the one with the same name; started unless
+        """Add an MCP server, or replace the one with the same bundle_id; started unless
         disabled (and unless the Computer is not started yet)."""
         model = self._manager.configure(config)
+        assert model.bundle_id is not None  # resolved by configure
         if self._started and not model.disabled:
-            self._manager.start(model.name, timeout)
+            self._manager.start(model.bundle_id, timeout)
         self._refresh_tools()
-        return self._manager.status(model.name)
+        return self._manager.status(model.bundle_id)
 
-    def remove_server(self, name: str) -> None:
-        self._manager.remove(name)
+    def remove_server(self, bundle_id: str) -> None:
+        self._manager.remove(bundle_id)
         self._refresh_tools()
 
-    def start_server(self, name: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
+    def start_server(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
         self._require_started()
-        status = self._manager.start(name, timeout)
+        status = self._manager.start(bundle_id, timeout)
         self._refresh_tools()
         return status
 
-    def stop_server(self, name: str) -> ServerStatus:
-        self._manager.stop(name)
+    def stop_server(self, bundle_id: str) -> ServerStatus:
+        self._manager.stop(bundle_id)
         self._refresh_tools()
-        return self._manager.status(name)
+        return self._manager.status(bundle_id)
 
-    def restart_server(self, name: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
+    def restart_server(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
         self._require_started()
-        status = self._manager.restart(name, timeout)
+        status = self._manager.restart(bundle_id, timeout)
         self._refresh_tools()
         return status
 

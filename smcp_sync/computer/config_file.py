@@ -18,7 +18,8 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from ..protocol.codec import from_wire
+from ..protocol.bundle_id import InvalidBundleId, resolve_bundle_id
+from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import MCPServerInput
 
@@ -40,16 +41,33 @@ def load_config(source: Any) -> ComputerConfig:
         inputs = load_inputs(document.get("inputs") or [])
     else:
         servers, inputs = _server_list(document), ()
-    check_unique_names(servers)
+    check_unique_bundle_ids(servers)
     return ComputerConfig(servers=tuple(servers), inputs=inputs)
 
 
-def check_unique_names(servers: Sequence[Any]) -> None:
-    """Refuse repeated MCP server names (config dicts or models)."""
-    names = [server.get("name") if isinstance(server, Mapping) else server.name for server in servers]
-    repeated = sorted({name for name in names if isinstance(name, str) and names.count(name) > 1})
-    if repeated:
-        raise ConfigError(f"MCP server names must be unique; repeated: {repeated}")
+def server_bundle_id(raw: Mapping[str, Any]) -> str:
+    """The bundle_id of a raw server config; a `ConfigError` naming the server if its
+    explicit `bundle_id` is invalid."""
+    try:
+        return resolve_bundle_id(raw)
+    except InvalidBundleId as exc:
+        raise ConfigError(f"MCP server {raw.get('name')!r}: {exc}", details={"field": "bundle_id"}) from None
+
+
+def check_unique_bundle_ids(servers: Sequence[Any]) -> None:
+    """Refuse two MCP servers (config dicts or models) with one bundle_id: the spec's
+    no-double-open rule. Display names may repeat."""
+    seen: dict[str, Any] = {}
+    for server in servers:
+        raw = server if isinstance(server, Mapping) else to_wire(server)
+        bundle_id = server_bundle_id(raw)
+        if bundle_id in seen:
+            raise ConfigError(
+                f"MCP servers {seen[bundle_id]!r} and {raw.get('name')!r} both have bundle_id {bundle_id!r}; "
+                "give one of them another bundle_id",
+                details={"field": "bundle_id"},
+            )
+        seen[bundle_id] = raw.get("name")
 
 
 def load_inputs(source: Any) -> tuple[MCPServerInput, ...]:

@@ -26,6 +26,7 @@ import threading
 from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import anyio
+import attrs
 
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import (
@@ -49,6 +50,7 @@ from ..protocol.models import (
     ResourceContents,
 )
 from .bridge import EventLoopThread
+from .config_file import server_bundle_id
 from .inputs import InputResolver
 from .mcp_adapter import (
     INVALID_PARAMS,
@@ -124,29 +126,31 @@ class ServerManager:
     # -- configuration ----------------------------------------------------------------
 
     def configure(self, config: Mapping[str, Any] | MCPServerConfig) -> MCPServerConfig:
-        """Validate `config` (rendering its input placeholders) and register it, stopped.
-
-        Replaces a config of the same name (keeping its place in the order)."""
+        """Validate `config` (rendering its input placeholders) and register it, stopped,
+        under its bundle_id (resolved from the raw config, `protocol.bundle_id`; set in the
+        returned model). Replaces the config of the same bundle_id, keeping its place in the
+        order (the spec's runtime update in place)."""
         raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
-        model = from_wire(MCPServerConfig, self.inputs.render(raw))
+        bundle_id = server_bundle_id(raw)
+        model = attrs.evolve(from_wire(MCPServerConfig, self.inputs.render(raw)), bundle_id=bundle_id)
         with self._admin:
-            old = self._connection_or_none(model.name)
+            old = self._connection_or_none(bundle_id)
             if old is not None:
                 self._stop(old)
             connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn)
             with self._data:
-                self._raw[model.name] = raw
-                self._connections[model.name] = connection
-        self._publish(ServerEvent(server=model.name, kind="config_changed", status=connection.status))
+                self._raw[bundle_id] = raw
+                self._connections[bundle_id] = connection
+        self._publish(ServerEvent(server=bundle_id, kind="config_changed", status=connection.status))
         return model
 
-    def remove(self, name: str) -> None:
+    def remove(self, bundle_id: str) -> None:
         with self._admin:
-            connection = self._connection(name)
+            connection = self._connection(bundle_id)
             self._stop(connection)
             with self._data:
-                del self._raw[name], self._connections[name]
-        self._publish(ServerEvent(server=name, kind="config_changed"))
+                del self._raw[bundle_id], self._connections[bundle_id]
+        self._publish(ServerEvent(server=bundle_id, kind="config_changed"))
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -195,17 +199,20 @@ class ServerManager:
         return self._connection(name).status
 
     def public_configs(self) -> tuple[dict[str, MCPServerConfig], list[str]]:
-        """Configs fit to show (secrets redacted), and notes on those that cannot be shown."""
+        """Configs fit to show (secrets redacted) by bundle_id, each with its resolved
+        `bundle_id`, and notes on those that cannot be shown."""
         with self._data:
             raws = list(self._raw.items())
         shown: dict[str, MCPServerConfig] = {}
         notes: list[str] = []
-        for name, raw in raws:
+        for bundle_id, raw in raws:
             config = public_server_config(raw, self.inputs)
             if config is None:
-                notes.append(f"configuration of MCP server {name!r} is not shown: it cannot be shown without secrets")
+                notes.append(
+                    f"configuration of MCP server {bundle_id!r} is not shown: it cannot be shown without secrets"
+                )
             else:
-                shown[name] = config
+                shown[bundle_id] = attrs.evolve(config, bundle_id=bundle_id)
         return shown, notes
 
     # -- requests -------------------------------------------------------------------------
@@ -327,7 +334,7 @@ class ServerManager:
         try:
             self._bridge.run(_gather(c.start() for c in connections), timeout)
         except TimeoutError:
-            pending = [c.name for c in connections if c.status.state is ServerState.STARTING]
+            pending = [c.bundle_id for c in connections if c.status.state is ServerState.STARTING]
             log.warning("MCP servers %s still starting after %.1fs; they go on in the background", pending, timeout)
 
     def _stop(self, connection: ServerConnection) -> None:

@@ -1,5 +1,6 @@
 """Resource requests an Agent makes through the Computer (DESIGN §3 extension events):
-`client:read_resource`, `client:get_resources` and `client:complete`.
+`client:read_resource`, `client:get_resources` and `client:complete`. Servers are named
+by their bundle_id.
 
 Routing: a `dpe://` or `window://` URI (or resource template) goes to the MCP server that
 lists URIs on its host — the first in the configuration when several do. `mcp_server`
@@ -22,14 +23,15 @@ from ..protocol.dpe_uri import DPEURI, parse_dpe_uri
 from ..protocol.dpe_uri import SCHEME as DPE_SCHEME
 from ..protocol.errors import BadRequestError, ErrorCode, NotFoundError, SMCPError, cut_short
 from ..protocol.models import (
+    A2CResource,
     Completion,
     CompletionArgument,
     CompletionContext,
     CompletionReference,
     PromptReference,
-    Resource,
     ResourceContents,
 )
+from ..protocol.models.resources import a2c_resource
 from .manager import ServerManager
 from .mcp_adapter import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from .resource_channel import ResourceChannel, scheme_and_host
@@ -72,9 +74,12 @@ class ResourceRequests:
                 raise _not_found(uri, dpe, exc) from None
             raise
 
-    def page(self, mcp_server: str, cursor: str | None = None) -> tuple[list[Resource], str | None]:
-        """One page of `mcp_server`'s `resources/list` and the cursor of the next (None: last)."""
-        return self._manager.list_resources_page(mcp_server, cursor, self._timeout)
+    def page(self, mcp_server: str, cursor: str | None = None) -> tuple[list[A2CResource], str | None]:
+        """One page of `mcp_server`'s `resources/list` (its bundle_id) as `A2CResource`s,
+        unfiltered, and the cursor of the next (None: last). 4014 for an unknown server,
+        4015 for one without the resources capability."""
+        resources, next_cursor = self._manager.list_resources_page(mcp_server, cursor, self._timeout)
+        return [a2c_resource(resource) for resource in resources], next_cursor or None
 
     def complete(
         self,

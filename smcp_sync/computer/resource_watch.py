@@ -107,11 +107,11 @@ class ResourceWatch:
         """The running servers with resources, in configuration order, each enumerated for
         its current session (done here if the event thread has not got to it yet)."""
         servers = []
-        for config, status in self._manager.snapshot():
+        for _, status in self._manager.snapshot():
             if _participates(status):
-                if self._known.get(config.name) != status.generation:
-                    self._sync(config.name, relist=False)
-                servers.append(config.name)
+                if self._known.get(status.bundle_id) != status.generation:
+                    self._sync(status.bundle_id, relist=False)
+                servers.append(status.bundle_id)
         return servers
 
     # -- internals ------------------------------------------------------------------------

@@ -44,7 +44,7 @@ class ServerUnavailable(Exception):
 
     def __init__(self, status: ServerStatus) -> None:
         reason = f": {status.error}" if status.error else ""
-        super().__init__(f"MCP server {status.name!r} is {status.state.value}{reason}")
+        super().__init__(f"MCP server {status.bundle_id!r} is {status.state.value}{reason}")
         self.status = status
 
 
@@ -52,13 +52,16 @@ class ServerConnection:
     def __init__(
         self, config: MCPServerConfig, policy: ServerPolicy, publish: Callable[[ServerEvent], None], spawn: Spawn
     ) -> None:
+        assert config.bundle_id is not None, "the manager resolves the bundle_id before connecting"
         self.config = config
+        #: The server's identity (events, statuses and requests name it by this).
+        self.bundle_id: str = config.bundle_id
         self._policy = policy
         self._publish = publish
         self._spawn = spawn
         state = ServerState.DISABLED if config.disabled else ServerState.STOPPED
-        self.status = ServerStatus(name=config.name, state=state)
-        self._stderr = StderrTail(config.name)
+        self.status = ServerStatus(name=config.name, bundle_id=self.bundle_id, state=state)
+        self._stderr = StderrTail(self.bundle_id)
         # anyio events need the loop: made by start() / _serve(), on it
         self._scope: anyio.CancelScope | None = None  # set while supervised
         self._first_attempt: anyio.Event | None = None
@@ -68,10 +71,6 @@ class ServerConnection:
         self._tools_dirty = False
         self._suspect = False
         self._in_flight = 0
-
-    @property
-    def name(self) -> str:
-        return self.config.name
 
     @property
     def active(self) -> bool:
@@ -86,7 +85,7 @@ class ServerConnection:
             self._scope = anyio.CancelScope()
             self._first_attempt, self._finished = anyio.Event(), anyio.Event()
             self._set_status(state=ServerState.STARTING, error=None)
-            self._spawn(self._supervise, f"smcp-mcp[{self.name}]")
+            self._spawn(self._supervise, f"smcp-mcp[{self.bundle_id}]")
         assert self._first_attempt is not None
         await self._first_attempt.wait()
         return self.status
@@ -101,7 +100,7 @@ class ServerConnection:
         with anyio.move_on_after(self._policy.stop_timeout):
             await finished.wait()
         if not finished.is_set():
-            log.warning("MCP server %r did not stop within %.1fs", self.name, self._policy.stop_timeout)
+            log.warning("MCP server %r did not stop within %.1fs", self.bundle_id, self._policy.stop_timeout)
 
     # -- use of the live session (on the loop, from other tasks) --------------------------
 
@@ -143,7 +142,7 @@ class ServerConnection:
                     first_attempt.set()
                     await anyio.sleep(delay)
         except Exception:  # a bug here must not stop the bridge's other work
-            log.exception("supervision of MCP server %r failed", self.name)
+            log.exception("supervision of MCP server %r failed", self.bundle_id)
         finally:
             was_running = self.status.state is ServerState.RUNNING
             self._session, self._scope = None, None
@@ -159,7 +158,7 @@ class ServerConnection:
         tail = self._stderr.text()
         log.warning(
             "MCP server %r %s: %s; retrying in %.1fs%s",
-            self.name,
+            self.bundle_id,
             "went down" if was_running else "failed to start",
             error,
             delay,
@@ -189,7 +188,7 @@ class ServerConnection:
                     error=None,
                     generation=self.status.generation + 1,
                 )
-                log.info("MCP server %r is up (%s, %d tools)", self.name, session.server_info, len(tools))
+                log.info("MCP server %r is up (%s, %d tools)", self.bundle_id, session.server_info, len(tools))
                 self._emit("connected")
                 if self._first_attempt is not None:
                     self._first_attempt.set()
@@ -226,7 +225,7 @@ class ServerConnection:
             with anyio.fail_after(self._policy.request_timeout):
                 tools = await session.list_tools()
         except (McpRequestFailed, TimeoutError) as exc:
-            log.warning("MCP server %r: tools/list failed after a change notice: %s", self.name, describe_failure(exc))
+            log.warning("MCP server %r: tools/list failed after a change notice: %s", self.bundle_id, describe_failure(exc))
             self._suspect = True
             return
         if tools != self.status.tools:
@@ -267,4 +266,4 @@ class ServerConnection:
         self.status = attrs.evolve(self.status, **changes)
 
     def _emit(self, kind: ServerEventKind, uri: str | None = None) -> None:
-        self._publish(ServerEvent(server=self.name, kind=kind, uri=uri, status=self.status))
+        self._publish(ServerEvent(server=self.bundle_id, kind=kind, uri=uri, status=self.status))

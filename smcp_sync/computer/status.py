@@ -50,7 +50,10 @@ class ServerCapabilities:
 
 @attrs.frozen
 class ServerStatus:
+    #: The display name of its configuration (may be shared by several servers).
     name: str
+    #: Its identity: the resolved bundle_id (`protocol.bundle_id`).
+    bundle_id: str
     state: ServerState
     #: Last known tools; kept while restarting so a tool's owner stays known.
     tools: tuple[ServerTool, ...] = ()
@@ -76,6 +79,7 @@ ServerEventKind = Literal[
 class ServerEvent:
     """A change on one MCP server, delivered to sync listeners off the event loop."""
 
+    #: The server's bundle_id.
     server: str
     kind: ServerEventKind
     #: The resource for ``resource_updated``.

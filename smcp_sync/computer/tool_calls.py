@@ -3,7 +3,8 @@
 Every outcome is a `CallToolResult`: what the MCP tool returned (its own `isError`
 relayed as is), or a failure the Computer detected, with `meta.error_code`:
 
-* 4001 unknown tool; 4002 forbidden by the configuration;
+* 4001 unknown tool, or a bare name (without ``{bundle_id}__``) that several exposed
+  tools end in (`meta.candidates` lists them); 4002 forbidden by the configuration;
 * 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
   was cancelled (then also `meta.a2c_cancelled: true`);
 * 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
@@ -43,8 +44,9 @@ class PendingToolCall:
     """What a `confirm` callback is asked to approve."""
 
     req_id: str
-    #: The name the caller used (alias if any).
+    #: The exposed name (``{bundle_id}__{alias or tool}``).
     name: str
+    #: The MCP server's bundle_id.
     server: str
     #: The MCP server's own name for the tool.
     tool: str
@@ -75,9 +77,10 @@ class ToolCaller:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
         req_id = req_id or uuid.uuid4().hex
         catalog = self._catalog()
-        route = catalog.routes.get(name)
+        exposed = catalog.resolve(name)
+        route = catalog.routes.get(exposed) if isinstance(exposed, str) else None
         if route is None:
-            return _unroutable(catalog, name)
+            return _unroutable(catalog, name, exposed)
         started = time.time()
         deadline = time.monotonic() + timeout
         result = self._confirmed_call(route, params, timeout, deadline, req_id)
@@ -85,7 +88,7 @@ class ToolCaller:
             ToolCallRecord(
                 req_id=req_id,
                 server=route.server,
-                tool=name,
+                tool=route.exposed,
                 timestamp=started,
                 ok=not result.is_error,
                 error_code=result.error_code,
@@ -145,18 +148,23 @@ class ToolCaller:
         )
 
 
-def _unroutable(catalog: ToolCatalog, name: str) -> CallToolResult:
-    if name in catalog.forbidden:
+def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...]) -> CallToolResult:
+    """The failure for a `name` with no route (`exposed`: what `catalog.resolve` made of it)."""
+    if isinstance(exposed, tuple):
+        if exposed:
+            listed = ", ".join(repr(candidate) for candidate in exposed)
+            message = f"tool name {cut_short(repr(name))} is ambiguous: call it by its exposed name, one of {listed}"
+            return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, message, candidates=list(exposed))
+        return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {cut_short(repr(name))}")
+    if exposed in catalog.forbidden:
         return CallToolResult.failure(
             ErrorCode.TOOL_DISABLED,
-            f"tool {name!r} is forbidden by the configuration of MCP server {catalog.forbidden[name]!r}",
+            f"tool {exposed!r} is forbidden by the configuration of MCP server {catalog.forbidden[exposed]!r}",
         )
-    if name in catalog.unavailable:
-        return CallToolResult.failure(
-            ErrorCode.TOOL_EXECUTION_FAILED,
-            f"tool {name!r} is unavailable: its MCP server {catalog.unavailable[name]!r} is restarting",
-        )
-    return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {cut_short(repr(name))}")
+    return CallToolResult.failure(
+        ErrorCode.TOOL_EXECUTION_FAILED,
+        f"tool {exposed!r} is unavailable: its MCP server {catalog.unavailable[exposed]!r} is restarting",
+    )
 
 
 def _timed_out(name: str, timeout: float) -> CallToolResult:

@@ -79,7 +79,10 @@ def test_the_computer_renders_and_types_every_server_config() -> None:
 @pytest.mark.parametrize(
     "document, message",
     [
-        ([STDIO, STDIO], "names must be unique; repeated: ['files']"),
+        ([STDIO, STDIO], "MCP servers 'files' and 'files' both have bundle_id 'files'; give one of them another"),
+        ([STDIO, {**SSE, "name": "files!"}], "MCP servers 'files' and 'files!' both have bundle_id 'files'"),
+        ([{**SSE, "bundle_id": "a.b"}], "MCP server 'remote': bundle_id may only use the characters A-Z a-z 0-9 _ -"),
+        ([{**SSE, "bundle_id": "a__b"}], "MCP server 'remote': bundle_id must not contain '__'"),
         ([42], "servers[0] must be a JSON object, got int"),
     ],
 )
@@ -87,6 +90,21 @@ def test_unusable_documents_are_refused_with_the_reason(document: object, messag
     with pytest.raises(ConfigError) as caught:
         load_config(document)
     assert message in caught.value.message and caught.value.code == 400
+
+
+def test_servers_may_share_a_display_name_when_their_bundle_ids_differ() -> None:
+    computer = Computer("c", [{**STDIO, "bundle_id": "files_a"}, {**STDIO, "bundle_id": "files_b"}], input_values={"root": "/", "token": "t"})
+    assert list(computer.get_config().servers) == ["files_a", "files_b"]
+    assert [s.name for s in computer.get_config().servers.values()] == ["files", "files"]
+    computer.close()
+
+
+def test_a_server_added_with_a_known_bundle_id_replaces_it_in_place() -> None:
+    computer = Computer("c", [SSE, STREAMABLE])
+    computer.add_server({**SSE, "name": "renamed", "bundle_id": "remote"})
+    servers = computer.get_config().servers
+    assert list(servers) == ["remote", "stream"] and servers["remote"].name == "renamed"
+    computer.close()
 
 
 def test_a_bad_field_is_named_by_its_path() -> None:

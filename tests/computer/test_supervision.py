@@ -21,7 +21,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _names(computer: Computer) -> list[str]:
-    return [tool.name for tool in computer.tools()]
+    """The bare tool names (exposed names without their ``{bundle_id}__``)."""
+    return [tool.name.removeprefix(f"{tool.bundle_id}__") for tool in computer.tools()]
 
 
 def _child_pids() -> set[int]:
@@ -163,7 +164,7 @@ def test_servers_are_added_updated_and_removed_at_runtime(computer_factory: Any)
     status = computer.add_server(stdio_config("second", "--prefix", "s_"))
     assert status.state is ServerState.RUNNING
     assert _names(computer)[:1] == ["echo"] and "s_echo" in _names(computer)
-    # update: same name, new config (a prefix) -> restarted with it, keeps its place
+    # update: same bundle_id, new config (a prefix) -> restarted with it, keeps its place
     computer.add_server(stdio_config("first", "--prefix", "f_"))
     assert _names(computer)[0] == "f_echo" and "echo" not in _names(computer)
     assert [s.name for s in computer.server_statuses()] == ["first", "second"]

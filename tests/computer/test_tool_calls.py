@@ -43,7 +43,7 @@ def test_confirm_is_asked_unless_auto_apply_and_a_refusal_is_4005(computer_facto
     assert computer.call_tool("echo", {"text": "auto"}, timeout=10).text == "auto"
     assert asked == []  # auto_apply: not asked
     assert computer.call_tool("add", {"a": 1, "b": 2}, timeout=10, req_id="r1").text == "3"
-    assert asked == [PendingToolCall(req_id="r1", name="add", server="tools", tool="add", params={"a": 1, "b": 2})]
+    assert asked == [PendingToolCall(req_id="r1", name="tools__add", server="tools", tool="add", params={"a": 1, "b": 2})]
     refused = computer.call_tool("add", {"a": 666, "b": 0}, timeout=10)
     assert refused.is_error and refused.error_code == ErrorCode.TOOL_REQUIRES_CONFIRMATION
     assert "refused" in refused.text
@@ -75,9 +75,9 @@ def test_history_keeps_the_last_calls_with_their_outcome(computer_factory: Any) 
     computer.call_tool("unknown", {}, timeout=10, req_id="e")  # never routed: not recorded
     records = computer.tool_call_history()
     assert [(r.req_id, r.server, r.tool, r.ok, r.error_code) for r in records] == [
-        ("b", "tools", "fail", False, None),
-        ("c", "tools", "sleep", False, ErrorCode.TOOL_TIMEOUT),
-        ("d", "tools", "echo", True, None),
+        ("b", "tools", "tools__fail", False, None),
+        ("c", "tools", "tools__sleep", False, ErrorCode.TOOL_TIMEOUT),
+        ("d", "tools", "tools__echo", True, None),
     ]
     assert records[0].timestamp <= records[1].timestamp <= records[2].timestamp
 

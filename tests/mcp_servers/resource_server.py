@@ -25,7 +25,8 @@ HTTP transports print ``PORT=<n>`` once listening; URLs ``http://127.0.0.1:<n>/s
 
 State file: ``{"resources": [entry, ...], "templates": [template, ...]}`` or just the
 list of entries; a missing file means no resources.  An entry is
-``{"uri", "name", "mimeType"?, "description"?, "text"?, "json"?, "listed"?, "error"?}``:
+``{"uri", "name", "mimeType"?, "description"?, "annotations"?, "_meta"?, "text"?, "json"?,
+"listed"?, "error"?}`` (`annotations` and `_meta` are listed as given):
 ``resources/read`` returns ``text``, or ``json.dumps(json)`` with mimeType
 ``application/json`` by default; ``"listed": false`` makes it readable but absent from
 ``resources/list`` (Finder pages/elements); ``"error": {"code", "message", "data"?}``
@@ -139,7 +140,7 @@ class ResourceServer(Server[Any]):
         resources = [
             types.Resource(
                 uri=e["uri"], name=e.get("name", e["uri"]), description=e.get("description"),
-                mime_type=_mime_type(e),
+                mime_type=_mime_type(e), annotations=e.get("annotations"), meta=e.get("_meta"),
             )
             for e in entries[start:end]
         ]

@@ -44,6 +44,7 @@ from .finder import (
     GetFinderRet,
 )
 from .resources import (
+    A2CResource,
     CompleteReq,
     CompleteRet,
     Completion,
@@ -55,7 +56,9 @@ from .resources import (
     PromptReference,
     ReadResourceReq,
     ReadResourceRet,
+    ResourceAnnotations,
     ResourceTemplateReference,
+    a2c_resource,
 )
 from .room import (
     AgentCallData,

@@ -47,7 +47,11 @@ class StreamableHttpServerParameters:
 class _ServerConfigBase:
     """Fields every MCP server config has, whatever its transport."""
 
+    #: Display name; several servers may share one (their `bundle_id`s tell them apart).
     name: str
+    #: As configured (None: derived from `name`, `protocol.bundle_id`); a Computer's
+    #: `get_config` answer always carries the resolved value.
+    bundle_id: str | None = None
     disabled: bool = False
     forbidden_tools: list[str] = empty_list()
     tool_meta: dict[str, ToolMeta] = empty_dict()
@@ -115,6 +119,7 @@ class GetComputerConfigReq:
 
 @wire_model
 class GetComputerConfigRet:
+    #: Keyed by bundle_id (0.1.x Computers key them by name).
     servers: dict[str, MCPServerConfig]
     inputs: list[MCPServerInput] | None = None
     #: Our addition: human-readable problems (tool-name clashes, servers down).

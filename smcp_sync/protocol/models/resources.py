@@ -1,4 +1,5 @@
-"""Payloads of the extension events (DESIGN §3): read_resource, get_resources, complete."""
+"""Payloads of the resource events: `client:get_resources` (protocol 0.4, a2c-smcp 0.4.2's
+shape) and the extension events of DESIGN §3, `read_resource` and `complete`."""
 
 from __future__ import annotations
 
@@ -25,18 +26,64 @@ class ReadResourceRet:
 
 
 @wire_model
+class ResourceAnnotations:
+    """MCP resource annotations with snake_case keys (a2c-smcp 0.4.2)."""
+
+    audience: list[str] | None = None
+    #: In [0, 1].
+    priority: float | None = None
+    last_modified: str | None = field(default=None, aliases=("lastModified",))
+
+
+@wire_model
+class A2CResource:
+    """One entry of `client:get_resources`: an MCP `Resource` with snake_case keys, as
+    a2c-smcp 0.4.2 sends it (`title` and `icons` are not part of it). Readers also take
+    the camelCase MCP keys (`mimeType`, `lastModified`) that smcp_sync 0.x sent."""
+
+    uri: str
+    name: str
+    description: str | None = None
+    mime_type: str | None = field(default=None, aliases=("mimeType",))
+    size: int | None = None
+    annotations: ResourceAnnotations | None = None
+    #: A2C extensions such as `fullscreen`; also read from `meta`.
+    meta: dict[str, Any] | None = field(default=None, wire="_meta", aliases=("meta",))
+
+
+def a2c_resource(resource: Resource) -> A2CResource:
+    """A listed MCP resource as a `client:get_resources` entry."""
+    annotations = resource.annotations
+    return A2CResource(
+        uri=resource.uri,
+        name=resource.name,
+        description=resource.description,
+        mime_type=resource.mime_type,
+        size=resource.size,
+        annotations=None
+        if annotations is None
+        else ResourceAnnotations(
+            audience=annotations.audience, priority=annotations.priority, last_modified=annotations.last_modified
+        ),
+        meta=resource.meta,
+    )
+
+
+@wire_model
 class GetResourcesReq:
     agent: str
     req_id: str
     computer: str
+    #: The MCP server's bundle_id.
     mcp_server: str
     cursor: str | None = None
 
 
 @wire_model
 class GetResourcesRet:
-    resources: list[Resource]
+    resources: list[A2CResource]
     req_id: str
+    #: Absent on the last page.
     next_cursor: str | None = None
 
 

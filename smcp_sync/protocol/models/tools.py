@@ -37,11 +37,14 @@ class ToolMeta:
 
 @wire_model
 class SMCPTool:
+    #: The exposed name, ``{bundle_id}__{alias or tool}``: opaque, call the tool by it.
     name: str
     description: str
     params_schema: dict[str, Any]
     return_schema: dict[str, Any] | None = field(default=None, keep_none=True)
     meta: dict[str, Any] | None = None
+    #: The MCP server it belongs to (None from 0.1.x Computers, which have no bundle_id).
+    bundle_id: str | None = None
 
     @property
     def tool_meta(self) -> ToolMeta | None:
