@@ -27,7 +27,7 @@ from ..protocol.codec import to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
-from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
+from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
 
 DEFAULT_NAME = "smcp-sync-cli"
 
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_url(parser)
     parser.add_argument("--office", required=True, help="office (room) id to join")
     parser.add_argument("--name", default=DEFAULT_NAME, help=f"this Agent's name (default: {DEFAULT_NAME})")
-    add_api_key(parser)
+    add_client_auth(parser)
     add_timeout(parser, DEFAULT_REQUEST_TIMEOUT, "seconds for each step; for `call`, the tool's timeout")
     add_json(parser, "print the result as JSON (its wire form)")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -87,7 +87,11 @@ def run(args: argparse.Namespace) -> int:
             return _fail(exc.message, EXIT_USAGE)
 
     try:
-        with Agent(args.name, auth=client_auth(args.api_key)) as agent:
+        auth, headers = client_credentials(args)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        with Agent(args.name, auth=auth, headers=headers) as agent:
             agent.connect(args.url, timeout=args.timeout)
             agent.join_office(args.office, timeout=args.timeout)
             result = _act(agent, args, params)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
-from .options import add_api_key, add_json, add_timeout, add_url, client_auth, fail
+from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
 from .signals import Terminated, sigterm_raises, wait_for_signals
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--input", action="append", default=[], metavar="ID=VALUE", help="value of an input (repeatable)"
     )
-    add_api_key(parser)
+    add_client_auth(parser)
     add_timeout(parser, 30.0, "seconds for starting and joining")
     add_json(parser, "print the ready line as JSON: computer, office_id, url, tools, servers")
     parser.set_defaults(func=run)
@@ -57,12 +57,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         computer = _configured_computer(args)
+        auth, headers = client_credentials(args)
     except (BadRequestError, ValueError) as exc:
         return _fail(exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
     try:
         with sigterm_raises():
             computer.start(args.timeout)
-            computer.connect(args.url, args.office, auth=client_auth(args.api_key), timeout=args.timeout)
+            computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
             print(_summary(computer, args), flush=True)
             wait_for_signals()
     except Terminated:

@@ -15,6 +15,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..client_auth import DEFAULT_KEY_FIELDS, checked_headers, key_auth, key_headers
+
 #: Read when --api-key is not given, so the key need not appear in the process list.
 API_KEY_ENV = "SMCP_API_KEY"
 
@@ -86,10 +88,49 @@ def add_json(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--json", action="store_true", help=help)
 
 
-def client_auth(api_key: str | None) -> dict[str, Any] | None:
-    """The Socket.IO auth dict for `api_key`: under both field names, ours (``api_key``)
-    and the official SDK's (``access_token``), so either kind of Server accepts it."""
-    return {"api_key": api_key, "access_token": api_key} if api_key else None
+def http_header(text: str) -> tuple[str, str]:
+    """An argparse type: ``NAME:VALUE``, an extra HTTP header for the connect request."""
+    name, colon, value = text.partition(":")
+    if not colon:
+        raise argparse.ArgumentTypeError(f"expected NAME:VALUE, got {text!r:.80}")
+    try:
+        [(name, value)] = checked_headers({name.strip(): value.strip()}).items()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name, value
+
+
+def add_client_auth(parser: argparse.ArgumentParser) -> None:
+    """--api-key and where a client puts it, so it reaches our Server, a2c-smcp 0.4.2's
+    (auth dict `token`) and 0.1.6's (HTTP header `access_token`) with their default auth."""
+    add_api_key(parser)
+    parser.add_argument(
+        "--api-key-field",
+        action="append",
+        metavar="FIELD",
+        help=f"Socket.IO auth dict field to put the key in; repeatable (default: {', '.join(DEFAULT_KEY_FIELDS)})",
+    )
+    parser.add_argument(
+        "--api-key-header",
+        action="append",
+        metavar="HEADER",
+        help="also send the key as this HTTP header (Authorization: as 'Bearer KEY'; "
+        "access_token: what official 0.1.x Servers read); repeatable",
+    )
+    parser.add_argument(
+        "--header", action="append", type=http_header, metavar="NAME:VALUE", help="an extra HTTP header; repeatable"
+    )
+
+
+def client_credentials(args: argparse.Namespace) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The auth dict and HTTP headers that `add_client_auth`'s options ask for. Raises
+    ValueError for a --api-key-header that is not a valid header name."""
+    headers = dict(args.header or ())
+    if not args.api_key:
+        return None, headers
+    for name in args.api_key_header or ():
+        headers.update(key_headers(args.api_key, name))
+    return key_auth(args.api_key, args.api_key_field or DEFAULT_KEY_FIELDS), headers
 
 
 def fail(command: str, message: str, code: int) -> int:
