@@ -50,10 +50,11 @@ class GunicornServer(BaseApplication):
         self._options = {
             "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
             "workers": 1,
-            "worker_class": type("SMCPThreadWorker", (_BoundedThreadWorker,), {"request_deadlines": request_deadlines}),
+            # a dotted path: gunicorn < 24 takes no class object here
+            "worker_class": f"{__name__}.{_BoundedThreadWorker.__name__}",
             "threads": threads,
             "graceful_timeout": 10,
-            "post_worker_init": lambda worker: _drop_connections_on_stop_signals(drop_connections),
+            "post_worker_init": lambda worker: _init_worker(worker, request_deadlines, drop_connections),
             "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
             # embedded server should create no files and no extra management interface.
@@ -82,7 +83,7 @@ class _BoundedThreadWorker(ThreadWorker):
     """gunicorn's gthread worker, cutting a connection whose request head is not read
     within the header timeout. Overrides `handle(conn)` (runs in a worker thread, reads
     the head, then calls `handle_request(req, conn)`), same shape in gunicorn 22 to 27.
-    A subclass per server sets `request_deadlines`."""
+    `request_deadlines` is set in the worker process before it serves (`_init_worker`)."""
 
     request_deadlines: RequestDeadlines
 
@@ -96,6 +97,11 @@ class _BoundedThreadWorker(ThreadWorker):
     def handle_request(self, req: Any, conn: Any) -> Any:
         self.request_deadlines.head_read(conn.sock, conn.smcp_head_deadline)
         return super().handle_request(req, conn)
+
+
+def _init_worker(worker: Any, request_deadlines: RequestDeadlines, drop_connections: Callable[[], None]) -> None:
+    worker.request_deadlines = request_deadlines
+    _drop_connections_on_stop_signals(drop_connections)
 
 
 def _drop_connections_on_stop_signals(drop_connections: Callable[[], None]) -> None:
