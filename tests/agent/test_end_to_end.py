@@ -25,29 +25,45 @@ QUICK = ReconnectPolicy(enabled=False)
 
 
 class Notes:
-    """Records notifications with the tool names the Agent had cached when each arrived."""
+    """Records notifications, each with the tool names of the first tool-cache update for
+    its computer that followed it (a leave has none: it drops the computer). The Agent
+    refreshes after the callbacks ran; these tests start no other refresh of that
+    computer meanwhile, so that update is the refresh the notification caused."""
 
     def __init__(self, agent: Agent, *names: str):
-        self.agent = agent
-        self.seen: list[tuple[str, object, list[str] | None]] = []
+        self.seen: list[list] = []  # [name, notification, tool names or None]
         self.changed = threading.Condition()
         for name in names:
             agent.on(name, self._recorder(name))
+        agent.on_cache_update(self._cached)
 
     def _recorder(self, name: str):
         def record(notification) -> None:
-            computer = getattr(notification, "computer", None)
-            cached = self.agent.tool_cache.get(computer) if computer else None
             with self.changed:
-                self.seen.append((name, notification, [t.name for t in cached] if cached is not None else None))
+                self.seen.append([name, notification, None])
                 self.changed.notify_all()
 
         return record
 
-    def wait_for(self, name: str, timeout: float = 20.0) -> tuple[object, list[str] | None]:
+    def _cached(self, kind: str, computer: str, tools) -> None:
         with self.changed:
-            found = self.changed.wait_for(lambda: [s for s in self.seen if s[0] == name], timeout)
-            assert found, f"no {name} within {timeout}s; seen {self.seen}"
+            for entry in self.seen:
+                name, notification, cached = entry
+                if kind == "tools" and cached is None and name != events.LEAVE_OFFICE_NOTIFICATION:
+                    if getattr(notification, "computer", None) == computer:
+                        entry[2] = [t.name for t in tools]
+            self.changed.notify_all()
+
+    def wait_for(self, name: str, timeout: float = 20.0) -> tuple[object, list[str] | None]:
+        """The first `name` notification and its computer's tools cached after it."""
+
+        def arrived() -> list:
+            found = [s for s in self.seen if s[0] == name]
+            return found if found and (name == events.LEAVE_OFFICE_NOTIFICATION or found[0][2] is not None) else []
+
+        with self.changed:
+            found = self.changed.wait_for(arrived, timeout)
+            assert found, f"no {name} (and its refresh) within {timeout}s; seen {self.seen}"
             _, notification, cached = found[0]
             return notification, cached
 
@@ -80,7 +96,7 @@ def computer(server, agent, logs):
         real.connect(server.url, OFFICE, timeout=20)
         notification, cached = notes.wait_for(events.ENTER_OFFICE_NOTIFICATION)
         assert notification == EnterOfficeNotification(office_id=OFFICE, computer="c1")
-        assert {"echo", "add", "fail", "sleep"} <= set(cached)  # refreshed before the callback ran
+        assert {"tools__echo", "tools__add", "tools__fail", "tools__sleep"} <= set(cached)  # refreshed after the callback
         yield real
 
 
@@ -100,7 +116,8 @@ def wait_for_lines(path: Path, timeout: float = 10.0) -> list[str]:
 def test_tools_and_tool_calls_through_the_whole_chain(agent, computer):
     tools = agent.get_tools("c1", timeout=10)
     assert [t.name for t in tools] == [t.name for t in computer.tools()]
-    echo = next(t for t in tools if t.name == "echo")
+    echo = next(t for t in tools if t.name == "tools__echo")
+    assert echo.bundle_id == "tools"
     assert echo.params_schema["properties"]["text"]["type"] == "string" and echo.tool_meta.auto_apply is True
 
     ok = agent.call_tool("c1", "echo", {"text": "hi"}, timeout=10)
@@ -158,7 +175,7 @@ def test_update_tool_list_after_the_mcp_server_changes_its_tools(agent, computer
 
     notification, cached = notes.wait_for(events.UPDATE_TOOL_LIST_NOTIFICATION)
     assert notification == UpdateComputerConfigReq(computer="c1")
-    assert "extra" in cached
+    assert "tools__extra" in cached
     assert agent.call_tool("c1", "extra", {"x": 1}, timeout=10).text.startswith("extra called with")
 
 

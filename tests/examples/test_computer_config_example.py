@@ -109,7 +109,7 @@ def test_serves_the_configured_servers_with_resolved_inputs_until_ctrl_c(office,
     try:
         assert office.entered.wait(WAIT), output.read_text()
 
-        tools = ["calculate", "text_stats", "current_time", "list_documents", "read_document"]
+        tools = ["tools__calculate", "tools__text_stats", "tools__current_time", "tools__list_documents", "tools__read_document"]
         assert [tool.name for tool in agent.get_tools("laptop")] == tools
         average = agent.call_tool("laptop", "calculate", {"expression": "(1260 + 1305 + 1615) / 3"})
         assert average.text == "1393.33333333"
