@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.interop.venv import official_sdk_python
+from tests.interop.venv import LEGACY, official_sdk_python
 
 from . import echo, finder, loadgen, memory, paths, report, roundtrip
 
@@ -61,7 +61,7 @@ class Run:
             self.plan = dataclasses.replace(self.plan, levels=args.levels)
         self.rounds = args.rounds or (QUICK_ROUNDS if args.quick else FULL_ROUNDS)
         self.memory_levels = args.memory_levels or (QUICK_MEMORY_LEVELS if args.quick else FULL_MEMORY_LEVELS)
-        self.official_python = functools.cache(official_sdk_python)  # builds or checks the venv: once
+        self.official_python = functools.cache(functools.partial(official_sdk_python, LEGACY))  # builds or checks the 0.1.6 venv: once
         choice = args.echo
         if choice == "auto":
             choice = "official" if "official" in self.sections else "tool-server"
