@@ -50,6 +50,7 @@ from ..protocol.models import (
 )
 from .status import ServerCapabilities, ServerTool
 from .stderr_pipe import StderrTail, stderr_pipe
+from .upstream_auth import AuthStatusTransport
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -246,7 +247,9 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncI
             yield streams
     else:
         timeout = httpx2.Timeout(params.timeout, read=params.sse_read_timeout)
-        async with httpx2.AsyncClient(headers=_headers(params.headers), timeout=timeout) as http:
+        # AuthStatusTransport: a 401/403 to a tools/call keeps its status (upstream_auth).
+        transport = AuthStatusTransport(httpx2.AsyncHTTPTransport())
+        async with httpx2.AsyncClient(headers=_headers(params.headers), timeout=timeout, transport=transport) as http:
             async with streamable_http_client(
                 params.url, http_client=http, terminate_on_close=params.terminate_on_close
             ) as streams:

@@ -8,7 +8,9 @@ relayed as is), or a failure the Computer detected, with `meta.error_code`:
 * 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
   was cancelled (then also `meta.a2c_cancelled: true`);
 * 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
-* 4005 the confirm callback refused (or failed).
+* 4005 the confirm callback refused (or failed);
+* 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), with
+  `meta.mcp_server` and a non-secret `meta.auth_hint`.
 
 The timeout covers confirmation and the MCP request; the MCP request is cancelled
 (`notifications/cancelled`) on timeout and on cancel.
@@ -32,6 +34,7 @@ from .inflight import InFlightCalls
 from .manager import WAIT_GRACE, ServerManager
 from .mcp_adapter import McpFailure
 from .server_connection import ServerUnavailable
+from .upstream_auth import authorization_code
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +128,9 @@ class ToolCaller:
         except ServerUnavailable as exc:
             return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
         except McpFailure as exc:
+            code = authorization_code(exc.data)
+            if code is not None:
+                return _unauthorized(route, exc, code)
             return CallToolResult.failure(
                 ErrorCode.TOOL_EXECUTION_FAILED,
                 f"tool {route.exposed!r} failed on MCP server {route.server!r}: {exc.message}",
@@ -171,6 +177,15 @@ def _timed_out(name: str, timeout: float) -> CallToolResult:
     return CallToolResult.failure(
         ErrorCode.TOOL_TIMEOUT, f"tool {name!r} timed out after {timeout:g}s", timeout=True, a2c_timeout=True
     )
+
+
+def _unauthorized(route: ToolRoute, failure: McpFailure, code: int) -> CallToolResult:
+    """4006 / 4007: the MCP server refused the call for want of authorization (the
+    user must act where the Computer runs; nothing secret goes to the Agent)."""
+    needs = "needs an authorization" if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED else "was refused with its authorization"
+    message = f"tool {route.exposed!r} {needs} on MCP server {route.server!r}: {failure.message}"
+    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {route.server!r} on the Computer, then retry"}
+    return CallToolResult.failure(code, message, mcp_server=route.server, auth_hint=hint)
 
 
 def _cancelled(name: str) -> CallToolResult:
