@@ -5,13 +5,16 @@ Computer, or learn that it left. Each fetch takes a ticket *before* it asks; a r
 kept only if no later-started fetch stored a value, and no drop happened, since the
 ticket was taken. So the cache never resurrects a Computer that has left, and an
 older answer never overwrites a newer one, whatever order the answers arrive in.
+
+`on_store(computer, value)` is told of each value kept, after the lock is released (the
+Agent forwards it to its `on_cache_update` callbacks).
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -19,7 +22,8 @@ T = TypeVar("T")
 class ComputerCache(Generic[T]):
     """Thread-safe mapping computer name -> value; read it from any thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_store: Callable[[str, T], None] | None = None) -> None:
+        self._on_store = on_store
         self._lock = threading.Condition()
         self._clock = itertools.count(1)
         self._values: dict[str, T] = {}
@@ -69,7 +73,9 @@ class ComputerCache(Generic[T]):
             self._stamps[computer] = ticket
             self._values[computer] = value
             self._lock.notify_all()
-            return True
+        if self._on_store is not None:
+            self._on_store(computer, value)
+        return True
 
     def drop(self, computer: str) -> None:
         """Forget `computer`; fetches started before now will not bring it back."""

@@ -7,7 +7,10 @@ views, scripts, worker threads and Jupyter cells (DESIGN §2).
 Caches: `tool_cache` holds each Computer's tools, kept current by the notifications
 (`enter_office`, `update_config`, `update_tool_list` re-fetch; `leave_office` drops),
 by every `get_tools` answer, and by a re-read of the office after `join_office` and
-after each automatic re-join. Desktops and Finder catalogues are fetched on demand by
+after each automatic re-join. The re-fetches run in the background (`refresher`: one
+lane per Computer), never on the dispatcher thread: a notification's callbacks run at
+once, whatever its Computer's answer costs, and a slow or silent Computer delays only
+its own refreshes. Desktops and Finder catalogues are fetched on demand by
 `get_desktop` / `get_finder`; with `prefetch_desktop=True` (`prefetch_finder=True`) the
 Agent also re-fetches a Computer's desktop (its first catalogue page, unfiltered) when
 it enters or reports `update_desktop` (`update_finder`), into `desktop_cache`
@@ -17,6 +20,7 @@ and `finder`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from concurrent.futures import Future
 from typing import Any, Callable, Mapping
@@ -43,6 +47,7 @@ from .cache import ComputerCache
 from .dispatcher import Dispatcher
 from .finder import FinderMethods
 from .notifications import Notifications
+from .refresher import Refresher
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 from .resources import ResourceMethods
 from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCalls
@@ -52,8 +57,7 @@ logger = logging.getLogger(__name__)
 #: Seconds `close` waits for a notification callback that is still running.
 CALLBACK_STOP_TIMEOUT = 5.0
 #: Seconds a background refresh (after a notification, a join, a re-join) waits for its
-#: answer. Refreshes run on the dispatcher thread before the callbacks, so this bounds
-#: how long a Computer that does not answer can hold up notifications.
+#: answer: how long a Computer that does not answer holds up its own refresh lane.
 REFRESH_TIMEOUT = 10.0
 
 _REFETCH_TOOLS = frozenset(
@@ -85,17 +89,19 @@ class Agent(FinderMethods, ResourceMethods):
         self.name = name
         self.prefetch_desktop = prefetch_desktop
         self.prefetch_finder = prefetch_finder
+        self._cache_callbacks: list[Callable[[str, str, Any], Any]] = []
         #: Each Computer's tools (tuples of `SMCPTool`), by computer name.
-        self.tool_cache: ComputerCache[tuple[SMCPTool, ...]] = ComputerCache()
+        self.tool_cache: ComputerCache[tuple[SMCPTool, ...]] = ComputerCache(self._cache_updated("tools"))
         #: Each Computer's desktop (tuples of window strings), filled with `prefetch_desktop`.
-        self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache()
+        self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache(self._cache_updated("desktop"))
         #: Each Computer's first unfiltered catalogue page, filled with `prefetch_finder`.
-        self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache()
+        self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache(self._cache_updated("finder"))
         self._connection = Connection("agent", name, auth=auth, headers=headers, reconnect=reconnect)
         self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
+        self._refresher = Refresher(f"smcp-agent-{name}-refresh")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
         self._tool_calls = ToolCalls(self._connection, max_concurrent_calls)
-        self._connection.on_rejoined(lambda office_id: self._dispatcher.submit(self._resync))
+        self._connection.on_rejoined(lambda office_id: self._request_resync())
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} url={self._connection.url!r} office={self.office_id!r}>"
@@ -115,9 +121,11 @@ class Agent(FinderMethods, ResourceMethods):
         `VersionMismatchError` when it speaks another protocol version (no retry),
         `NotConnectedError` when unreachable."""
         self._dispatcher.start()
+        self._refresher.start()
         try:
             self._connection.connect(url, timeout)
         except BaseException:
+            self._refresher.close(CALLBACK_STOP_TIMEOUT)
             self._dispatcher.stop(CALLBACK_STOP_TIMEOUT)
             raise
 
@@ -125,6 +133,7 @@ class Agent(FinderMethods, ResourceMethods):
         """Disconnect and stop every thread the Agent started. Idempotent."""
         self._connection.close()
         self._tool_calls.close()
+        self._refresher.close(CALLBACK_STOP_TIMEOUT)
         self._dispatcher.stop(CALLBACK_STOP_TIMEOUT)
         self._clear_caches()
 
@@ -142,7 +151,7 @@ class Agent(FinderMethods, ResourceMethods):
         Computers; `get_tools` asks directly."""
         self._connection.join_office(office_id, timeout)
         self._clear_caches()
-        self._dispatcher.submit(self._resync)
+        self._request_resync()
 
     def leave_office(self, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
         self._connection.leave_office(timeout)
@@ -225,26 +234,62 @@ class Agent(FinderMethods, ResourceMethods):
     def on(self, event_name: str, callback: Callable[[Any], Any]) -> None:
         """Call `callback(notification)` for each `notify:*` event `event_name`; the
         argument is the event's model (e.g. `EnterOfficeNotification`). Callbacks run one
-        at a time on the Agent's dispatcher thread, after the built-in cache update, and
-        may call the Agent."""
+        at a time on the Agent's dispatcher thread, in arrival order, and may call the
+        Agent. They run as soon as the notification arrives: the cache refresh it causes
+        goes on in the background and is reported to `on_cache_update` callbacks; a
+        leaving Computer is already dropped from the caches."""
         self._notifications.on(event_name, callback)
+
+    def on_cache_update(self, callback: Callable[[str, str, Any], Any]) -> None:
+        """Call `callback(kind, computer, value)` each time a cache keeps a new value:
+        `kind` is ``"tools"``, ``"desktop"`` or ``"finder"``, `value` what the cache now
+        holds for `computer`. Runs on the dispatcher thread like the notification
+        callbacks, after those of the notification that caused the refresh: the way to
+        act on a Computer's new tools without waiting for them."""
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+        self._cache_callbacks.append(callback)
+
+    def _cache_updated(self, kind: str) -> Callable[[str, Any], None]:
+        def updated(computer: str, value: Any) -> None:
+            for callback in list(self._cache_callbacks):
+                self._dispatcher.submit(callback, kind, computer, value)
+
+        return updated
 
     def _react(self, event: str, notification: Any) -> None:
         computer = getattr(notification, "computer", None)
         if computer is None:  # an Agent entering/leaving, a tool-call cancel
             return
         if event == events.LEAVE_OFFICE_NOTIFICATION:
+            self._refresher.forget(("computer", computer))
             self._forget(computer)
             return
-        if event in _REFETCH_TOOLS:
-            self._refresh(computer, self.get_tools)
-        if event in _REFETCH_DESKTOP and self.prefetch_desktop:
-            self._refresh(computer, self.get_desktop)
-        if event in _REFETCH_FINDER and self.prefetch_finder:
-            self._refresh(computer, self.get_finder)
+        self._request_refresh(
+            computer,
+            tools=event in _REFETCH_TOOLS,
+            desktop=event in _REFETCH_DESKTOP and self.prefetch_desktop,
+            finder=event in _REFETCH_FINDER and self.prefetch_finder,
+        )
+
+    def _request_refresh(self, computer: str, *, tools: bool, desktop: bool, finder: bool) -> None:
+        """Re-fetch the chosen caches of `computer` on its refresh lane."""
+        jobs: dict[str, Callable[[], None]] = {}
+        for kind, wanted, fetch in (
+            ("tools", tools, self.get_tools),
+            ("desktop", desktop, self.get_desktop),
+            ("finder", finder, self.get_finder),
+        ):
+            if wanted:
+                jobs[kind] = functools.partial(self._refresh, computer, fetch)
+        self._refresher.request(("computer", computer), jobs)
+
+    def _request_resync(self) -> None:
+        self._refresher.request(("office",), {"resync": self._resync})
 
     def _resync(self) -> None:
-        """Re-read the office: cache every Computer present, forget those gone."""
+        """Re-read the office (on the office's refresh lane): refresh every Computer
+        present, forget those gone."""
         try:
             sessions = self.list_room(REFRESH_TIMEOUT)
         except NotConnectedError:
@@ -256,11 +301,7 @@ class Agent(FinderMethods, ResourceMethods):
         for computer in set(self.tool_cache.computers()) - present:
             self._forget(computer)
         for computer in sorted(present):
-            self._refresh(computer, self.get_tools)
-            if self.prefetch_desktop:
-                self._refresh(computer, self.get_desktop)
-            if self.prefetch_finder:
-                self._refresh(computer, self.get_finder)
+            self._request_refresh(computer, tools=True, desktop=self.prefetch_desktop, finder=self.prefetch_finder)
 
     def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
         try:

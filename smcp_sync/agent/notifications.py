@@ -2,9 +2,10 @@
 
 Each notification is handed to the dispatcher thread as received (the Socket.IO thread
 does nothing else), then validated against its model there; an invalid one is logged
-and dropped. For each valid one the Agent's built-in reaction runs first (so a callback
-for `notify:update_tool_list` already sees the refreshed tool cache), then the
-application's callbacks in registration order.
+and dropped. For each valid one the Agent's built-in reaction runs first, then the
+application's callbacks in registration order. The reaction only drops a leaving
+Computer from the caches or asks the Agent's `Refresher` for a re-fetch; it never waits
+for a peer, so no callback waits behind a slow Computer.
 
 Ordering: python-socketio hands each incoming message to a new thread; the receiving
 handler only enqueues, so notifications reach the dispatcher in arrival order unless a

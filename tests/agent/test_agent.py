@@ -26,7 +26,7 @@ from smcp_sync.server import SMCPServer
 
 from office_parts import joined_agent
 
-from .recorder import CacheRecorder
+from .recorder import Timeline
 from .scripted_computer import FAST_RECONNECT, ScriptedComputer, tool
 
 OFFICE = "office-1"
@@ -50,16 +50,19 @@ def computer(server, agent):
 
 
 @pytest.mark.timeout(30)
-def test_a_computer_entering_is_announced_with_its_tools_already_cached(server, agent):
-    entered = CacheRecorder(agent.tool_cache)
-    agent.on(events.ENTER_OFFICE_NOTIFICATION, entered)
+def test_a_computer_entering_is_announced_then_its_tools_are_cached(server, agent):
+    timeline = Timeline()
+    agent.on(events.ENTER_OFFICE_NOTIFICATION, timeline.notified)
+    agent.on_cache_update(timeline.cache_updated)
     scripted = ScriptedComputer("c1").start(server.url, OFFICE)
+    entered = EnterOfficeNotification(office_id=OFFICE, computer="c1")
     try:
-        [(notification, cached)] = entered.wait()
-        assert notification == EnterOfficeNotification(office_id=OFFICE, computer="c1")
+        timeline.wait(lambda entries: timeline.after(entered, "tools", "c1"))
+        [cached, *_] = timeline.after(entered, "tools", "c1")
         assert [t.name for t in cached] == ["echo", "fail", "hang"]
         assert all(isinstance(t, SMCPTool) for t in cached)
         assert cached[0].tool_meta.tags == ["test"]
+        assert agent.tool_cache.get("c1") == cached
     finally:
         scripted.close()
 
@@ -78,19 +81,21 @@ def test_joining_an_office_caches_the_computers_already_there(server):
 
 @pytest.mark.timeout(30)
 def test_leaving_drops_the_computer_and_update_tool_list_refreshes(server, agent, computer):
-    updated, left = CacheRecorder(agent.tool_cache), CacheRecorder(agent.tool_cache)
-    agent.on(events.UPDATE_TOOL_LIST_NOTIFICATION, updated)
-    agent.on(events.LEAVE_OFFICE_NOTIFICATION, left)
+    timeline = Timeline()
+    agent.on(events.UPDATE_TOOL_LIST_NOTIFICATION, timeline.notified)
+    agent.on_cache_update(timeline.cache_updated)
+    cached_when_left = []
+    agent.on(events.LEAVE_OFFICE_NOTIFICATION, lambda note: cached_when_left.append(agent.tool_cache.get(note.computer)))
+    agent.on(events.LEAVE_OFFICE_NOTIFICATION, timeline.notified)
 
     computer.change_tools((tool("echo"), tool("added")))
-    [(notification, cached)] = updated.wait()
-    assert notification == UpdateComputerConfigReq(computer="c1")
-    assert [t.name for t in cached] == ["echo", "added"]
+    updated = UpdateComputerConfigReq(computer="c1")
+    timeline.wait(lambda entries: timeline.after(updated, "tools", "c1"))
+    assert [[t.name for t in cached] for cached in timeline.after(updated, "tools", "c1")] == [["echo", "added"]]
 
     computer.close()
-    [(notification, cached)] = left.wait()
-    assert notification == LeaveOfficeNotification(office_id=OFFICE, computer="c1")
-    assert cached is None and "c1" not in agent.tool_cache
+    timeline.wait(lambda entries: ("notified", LeaveOfficeNotification(office_id=OFFICE, computer="c1")) in entries)
+    assert cached_when_left == [None] and "c1" not in agent.tool_cache  # dropped before the callbacks
 
 
 @pytest.mark.timeout(30)
@@ -119,12 +124,12 @@ def test_callbacks_run_on_one_thread_that_may_call_the_agent(server, agent):
         threads.add(threading.current_thread().name)
         results.append(agent.call_tool(notification.computer, "echo", {"from": "callback"}, timeout=5))
 
-    done = CacheRecorder(agent.tool_cache)
+    timeline = Timeline()
     agent.on(events.ENTER_OFFICE_NOTIFICATION, on_enter)
-    agent.on(events.ENTER_OFFICE_NOTIFICATION, done)  # registered second: runs after on_enter
+    agent.on(events.ENTER_OFFICE_NOTIFICATION, timeline.notified)  # registered second: runs after on_enter
     computers = [ScriptedComputer(name).start(server.url, OFFICE) for name in ("c1", "c2")]
     try:
-        done.wait(2)
+        timeline.wait(lambda entries: len(entries) == 2)
         assert [r.structured_content for r in results] == [{"from": "callback"}] * 2
         assert threads == {"smcp-agent-a1-notify"}
     finally:
@@ -138,19 +143,21 @@ def test_desktops_are_fetched_on_demand_unless_prefetch_is_asked_for(server):
     try:
         for prefetch in (False, True):
             with Agent("a1", prefetch_desktop=prefetch) as agent:
-                updated = CacheRecorder(agent.tool_cache)
-                agent.on(events.UPDATE_DESKTOP_NOTIFICATION, updated)
+                timeline = Timeline()
+                agent.on(events.UPDATE_DESKTOP_NOTIFICATION, timeline.notified)
+                agent.on_cache_update(timeline.cache_updated)
                 agent.connect(server.url, timeout=5)
                 agent.join_office(OFFICE, timeout=5)
                 agent.tool_cache.wait_for("c1", timeout=5)
                 computer.desktops = [f"window://desk.test/main\n\nprefetch={prefetch}"]
                 computer.connection.emit(events.UPDATE_DESKTOP, {"computer": "c1"})
-                updated.wait()
-                fetched = [e for e, _ in computer.received if e == events.GET_DESKTOP]
-                if prefetch:
+                timeline.wait(lambda entries: ("notified", UpdateComputerConfigReq(computer="c1")) in entries)
+                if prefetch:  # fetched on joining, and again after the update: two cache updates
+                    timeline.wait(lambda entries: sum(e[:2] == ("desktop", "c1") for e in entries) == 2)
                     assert agent.desktop_cache.get("c1") == ("window://desk.test/main\n\nprefetch=True",)
-                    assert len(fetched) == 2  # on joining, and on the update
+                    assert len([e for e, _ in computer.received if e == events.GET_DESKTOP]) == 2
                 else:
+                    fetched = [e for e, _ in computer.received if e == events.GET_DESKTOP]
                     assert fetched == [] and agent.desktop_cache.snapshot() == {}
     finally:
         computer.close()

@@ -37,7 +37,7 @@ from smcp_sync.protocol.models import (
 
 from office_parts import joined_agent
 
-from .recorder import CacheRecorder
+from .recorder import Timeline
 from .scripted_computer import ScriptedComputer
 
 pytestmark = pytest.mark.timeout(30)
@@ -398,23 +398,24 @@ def test_update_finder_reaches_callbacks_and_refreshes_the_cache_only_with_prefe
     for prefetch in (False, True):
         before = computer.finder_requests
         with Agent("a1", prefetch_finder=prefetch) as agent:
-            seen = CacheRecorder(agent.finder_cache)
-            agent.on(events.UPDATE_FINDER_NOTIFICATION, seen)
+            timeline = Timeline()
+            agent.on(events.UPDATE_FINDER_NOTIFICATION, timeline.notified)
+            agent.on_cache_update(timeline.cache_updated)
             agent.connect(server.url, timeout=5)
             agent.join_office(OFFICE, timeout=5)
             agent.tool_cache.wait_for("c1", timeout=5)
             renamed = attrs.evolve(SUMMARY, title=f"v{prefetch}")
             computer.catalogue = GetFinderRet(documents=[renamed], total_count=1, req_id="")
             computer.connection.emit(events.UPDATE_FINDER, {"computer": "c1"})
-            [(notification, cached)] = seen.wait(1)
-            assert notification == UpdateComputerConfigReq(computer="c1")
-            if prefetch:
-                assert cached is not None and cached.documents[0].title == "vTrue"  # refreshed before the callback
-                assert computer.finder_requests - before == 2  # on joining, and on the update
+            timeline.wait(lambda entries: ("notified", UpdateComputerConfigReq(computer="c1")) in entries)
+            if prefetch:  # fetched on joining, and again after the update: two cache updates
+                entries = timeline.wait(lambda entries: sum(e[:2] == ("finder", "c1") for e in entries) == 2)
+                assert [e[2] for e in entries if e[:2] == ("finder", "c1")][-1].documents[0].title == "vTrue"
+                assert computer.finder_requests - before == 2
                 agent.get_finder("c1", keywords=["x"], timeout=5)  # filtered: not what the cache holds
                 assert agent.finder_cache.get("c1").documents == [renamed]
             else:
-                assert cached is None and computer.finder_requests == before
+                assert agent.finder_cache.get("c1") is None and computer.finder_requests == before
         assert agent.finder_cache.snapshot() == {}  # closing clears it
 
 

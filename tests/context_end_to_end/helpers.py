@@ -14,7 +14,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from smcp_sync.agent import Agent
 from smcp_sync.computer import Computer
@@ -137,13 +137,15 @@ def note(doc: str, title: str, file_type: str = "md", last_modified: str | None 
 
 
 class Notifications:
-    """Records the notifications `events` an Agent receives (on its dispatcher thread)."""
+    """Records the notifications `events` an Agent receives (on its dispatcher thread),
+    and the values its caches keep (`cached`)."""
 
     def __init__(self, agent: Agent, *names: str):
         self.seen: list[tuple[str, Any]] = []
         self._changed = threading.Condition()
         for name in names:
             agent.on(name, self._recorder(name))
+        agent.on_cache_update(lambda kind, computer, value: self._recorder(f"cached {kind}")(value))
 
     def _recorder(self, name: str):
         def record(notification: Any) -> None:
@@ -164,6 +166,20 @@ class Notifications:
             arrived = self.count(name)
         assert arrived >= count, f"{arrived} {name} within {timeout}s, expected {count}; seen {self.seen}"
         return arrived
+
+    def cached(self, kind: str, wanted: Callable[[Any], bool], timeout: float = WAIT) -> Any:
+        """The first value the Agent's `kind` cache ("desktop", "finder", ...) kept (since
+        `forget`) for which `wanted(value)` holds, waiting for it: a refresh runs after the
+        callbacks of the notification that caused it, so a test waits for its value so."""
+
+        def found() -> list[Any]:
+            return [value for seen, value in self.seen if seen == f"cached {kind}" and wanted(value)]
+
+        with self._changed:
+            self._changed.wait_for(found, timeout)
+            values = found()
+        assert values, f"no {kind} value as wanted within {timeout}s; seen {self.seen}"
+        return values[0]
 
     def forget(self) -> None:
         """Start counting afresh. Used once the office has settled after starting: the

@@ -72,15 +72,13 @@ def test_the_organise_rules_directed_fetch_and_updates(tmp_path: Path) -> None:
         assert agent.read_resource("c1", APPS[1], timeout=10).startswith("notes/todo.md — line 3")
 
         # a tool call on "scratch" puts it first; its resources/updated is one notification,
-        # and the cache holds the new content before the callback runs
-        cached_when_notified = []
-        agent.on(UPDATE, lambda n: cached_when_notified.append(agent.desktop_cache.get("c1")))
+        # and the cache then gets the new content
         touched = agent.call_tool("c1", "touch", {"uri": HIGH, "text": "high body, touched"}, timeout=10)
         assert "updated sent to 1" in touched.text
         assert notes.settle(UPDATE) == 1
-        [cached] = cached_when_notified
+        cached = notes.cached("desktop", lambda desktop: desktop[0] == f"{HIGH}\n\nhigh body, touched")
         assert cached == tuple(agent.get_desktop("c1", timeout=10))
-        assert shown(cached) == [HIGH, LOW, BLANK, *APPS, PANEL] and cached[0] == f"{HIGH}\n\nhigh body, touched"
+        assert shown(cached) == [HIGH, LOW, BLANK, *APPS, PANEL]
 
         # new windows (a list change): notified; of two fullscreen windows the first listed wins
         first = "window://com.example.scratch/first?fullscreen=true&priority=5"

@@ -42,7 +42,7 @@ def test_a_cold_catalogue_answers_what_is_read_in_time_and_notifies_once_complet
         assert any(f"of {DOCUMENTS} dpe:// resources are still being read" in d for d in diagnostics), diagnostics
 
         notes.wait_for(UPDATE, 1, timeout=20)
-        assert agent.finder_cache.get("c1").total_count == DOCUMENTS  # refreshed on the notification
+        notes.cached("finder", lambda cached: cached.total_count == DOCUMENTS)  # refreshed on the notification
         full = agent.get_finder("c1", limit=100, timeout=10)
         assert full.total_count == DOCUMENTS and full.documents[0].doc_ref == "doc-159"
         assert notes.settle(UPDATE) == 1
