@@ -112,9 +112,9 @@ def _summary(computer: Computer, args: argparse.Namespace) -> str:
     from ..computer import ServerState
 
     statuses = computer.server_statuses()
-    down = [s.name for s in statuses if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
+    down = [s.bundle_id for s in statuses if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
     if args.json:
-        servers = {s.name: str(s.state.value) for s in statuses}
+        servers = {s.bundle_id: str(s.state.value) for s in statuses}
         tools = [tool.name for tool in computer.tools()]
         return json.dumps(
             {"computer": computer.name, "office_id": args.office, "url": args.url, "tools": tools, "servers": servers}

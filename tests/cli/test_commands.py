@@ -327,7 +327,7 @@ def test_computer_json_prints_what_joined_and_sigterm_ends_it(server: str, tmp_p
         "computer": "laptop",
         "office_id": OFFICE,
         "url": server,
-        "tools": ["calculate", "text_stats", "current_time", "list_documents", "read_document"],
+        "tools": ["tools__calculate", "tools__text_stats", "tools__current_time", "tools__list_documents", "tools__read_document"],
         "servers": {"tools": "running"},
     }
     assert computer.returncode == 0, stderr

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.timeout(90), pytest.mark.usefixtures("no_leaks")]
 
 SMCP_SYNC = str(Path(sys.executable).with_name("smcp-sync"))
 STEPS = ["office", "tools", "tool_call", "desktop", "finder", "document", "update"]
-TOOLS = ["calculate", "text_stats", "current_time", "list_documents", "read_document"]
+TOOLS = ["tools__calculate", "tools__text_stats", "tools__current_time", "tools__list_documents", "tools__read_document"]
 WAIT = 60.0
 
 
