@@ -56,12 +56,12 @@ def test_an_mcp_server_killed_mid_call_fails_the_call_promptly_and_its_tools_ret
     result = call.result(timeout=20)
     assert time.monotonic() - killed < PROMPT
     assert result.is_error and result.error_code == ErrorCode.TOOL_EXECUTION_FAILED
-    assert result.text == "tool 'sleep' failed on MCP server 'tools': connection closed during tools/call 'sleep'"
+    assert result.text == "tool 'tools__sleep' failed on MCP server 'tools': connection closed during tools/call 'sleep'"
 
     # The Computer restarts the MCP server; the Agent's calls work again.
     supervision.wait_for(lambda e: e.kind == "connected" and e.status.generation == 2, timeout=20)
     assert [child.pid for child in mcp_children()] != [victim.pid]
-    assert "echo" in {tool.name for tool in agent.get_tools("c1", timeout=10)}
+    assert "tools__echo" in {tool.name for tool in agent.get_tools("c1", timeout=10)}
     assert agent.call_tool("c1", "echo", {"text": "back"}, timeout=10).text == "back"
 
 
@@ -134,7 +134,7 @@ def test_after_a_server_restart_on_its_port_everyone_rejoins_by_themselves(stack
     assert time.monotonic() - stopped < PROMPT
     assert agent.office_id == OFFICE
     assert agent.call_tool("c1", "echo", {"text": "after"}, timeout=10).text == "after"
-    assert "echo" in {tool.name for tool in agent.get_tools("c1", timeout=10)}
+    assert "tools__echo" in {tool.name for tool in agent.get_tools("c1", timeout=10)}
 
     # The Computer still runs the call the Agent lost; the Agent can still stop it.
     agent.cancel_tool_call(in_flight.req_id)
