@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 from ..connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_JOIN_TIMEOUT, Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.errors import NotFoundError, OfficeError, SMCPError
+from ..protocol.extensions import ExtensionNotSupportedError
 from ..protocol.models import (
     CallToolResult,
     Desktop,
@@ -306,6 +307,8 @@ class Agent(FinderMethods, ResourceMethods):
     def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
         try:
             fetch(computer, timeout=REFRESH_TIMEOUT)
+        except ExtensionNotSupportedError:
+            pass  # e.g. a Finder prefetch from an official Computer: nothing to cache, it is still here
         except (NotFoundError, OfficeError):
             self._forget(computer)  # left, or we did: nothing to cache
         except NotConnectedError:

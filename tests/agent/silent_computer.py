@@ -1,15 +1,16 @@
 """A Computer that joins an office and never answers: a bare python-socketio client.
 
 Why not `ScriptedComputer`: a `Connection` answers every request (with an error if
-nothing else); this peer is a Computer gone silent (wedged, or a buggy SDK), which the
-Agent must survive without waiting on it. It records each request it receives and holds
-it unanswered until `close()`.
+nothing else) and declares our extensions; this peer is a Computer gone silent (wedged,
+or a buggy SDK), which the Agent must survive without waiting on it, and declares none.
+It records each request it receives and holds it unanswered until `close()`, except the
+events given in `answering` (event -> answer for a payload).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import socketio
 
@@ -18,8 +19,9 @@ from smcp_sync.protocol.events import NAMESPACE
 
 
 class SilentComputer:
-    def __init__(self, name: str):
+    def __init__(self, name: str, answering: Mapping[str, Callable[[Any], Any]] | None = None):
         self.name = name
+        self._answering = dict(answering or {})
         self.received: list[tuple[str, Any]] = []
         self.changed = threading.Condition()
         self._release = threading.Event()
@@ -52,10 +54,13 @@ class SilentComputer:
         self._sio.disconnect()
 
     def _holder(self, event: str):
-        def hold(payload: Any) -> None:
+        def hold(payload: Any) -> Any:
             with self.changed:
                 self.received.append((event, payload))
                 self.changed.notify_all()
+            if event in self._answering:
+                return self._answering[event](payload)
             self._release.wait(60)  # never answers: the ack goes only once the handler returns
+            return None
 
         return hold

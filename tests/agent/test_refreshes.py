@@ -18,6 +18,7 @@ import pytest
 from smcp_sync.agent import client as agent_client
 from smcp_sync.agent.refresher import Refresher
 from smcp_sync.protocol import events
+from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.models import UpdateComputerConfigReq
 from smcp_sync.server import SMCPServer
 
@@ -81,6 +82,30 @@ def test_a_silent_computer_delays_neither_callbacks_nor_other_refreshes(server: 
     finally:
         normal.close()
         mute.close()
+
+
+def test_a_prefetch_a_computer_does_not_support_keeps_its_tools_cached(server: SMCPServer) -> None:
+    """An official Computer has no Finder: the Server refuses get_finder for it at once
+    (an extension it did not declare), which must not read as "the Computer left"."""
+    agents: list = []
+    cached_when_asked: list = []  # what the Agent had cached for it, as each get_tools came
+
+    def tools(payload: dict) -> dict:
+        cached_when_asked.append(agents[0].tool_cache.get("official") if agents else None)
+        return {"tools": to_wire([tool("echo")]), "req_id": payload["req_id"]}
+
+    official = SilentComputer("official", answering={events.GET_TOOLS: tools}).start(server.url, OFFICE)
+    try:
+        with joined_agent("a1", server.url, OFFICE, timeout=5, prefetch_finder=True) as agent:
+            agents.append(agent)
+            assert agent.tool_cache.wait_for("official", timeout=20)
+            official.announce(events.UPDATE_FINDER)  # a refresh of the finder alone: refused
+            official.announce(events.UPDATE_TOOL_LIST)  # then one of the tools, after it on the lane
+            official.wait_for_requests(events.GET_TOOLS, 2)
+            assert [t.name for t in cached_when_asked[1]] == ["echo"]  # not forgotten meanwhile
+            assert official.requests(events.GET_FINDER) == 0 and agent.finder_cache.get("official") is None
+    finally:
+        official.close()
 
 
 def test_a_lane_runs_one_pass_at_a_time_and_coalesces_requests_meanwhile() -> None:
