@@ -1,5 +1,5 @@
-"""The python-socketio Server the SMCP Server runs on, made stoppable and strict about
-malformed packets.
+"""The python-socketio Server the SMCP Server runs on, made stoppable, strict about
+malformed packets, and bounded in what one client may hold (`limits.py`).
 
 Engine.IO (threading mode) starts one ping thread per connection that sleeps
 `ping_interval` (25 s) between pings, and closing a polling socket the usual way waits
@@ -43,7 +43,9 @@ class StoppableEngineIO(engineio.Server):
 
     Private parts of engineio used (same shape from engineio 4.9 to 4.15): the per-server
     driver table `_async`, whose `websocket` entry is replaced (for this instance only) by
-    `_CuttableWebSocket`: engineio keeps a websocket's TCP socket nowhere we can reach,
+    `_CuttableWebSocket`, a subclass of the threading driver's `SimpleWebSocketWSGI`
+    (`engineio.async_drivers._websocket_wsgi`): engineio keeps a websocket's TCP socket
+    nowhere we can reach,
     and closing an Engine.IO socket leaves the thread reading it blocked until the client
     sends something (a hostile or vanished client never does).
     """
@@ -96,6 +98,8 @@ class StoppableEngineIO(engineio.Server):
         sock = self.sockets.pop(eio_sid, None)
         if sock is not None:
             sock.close(wait=False, abort=True)  # engineio < 4.11 takes no `reason`; the default is ours
+            if isinstance(sock.queue, BacklogQueue):
+                sock.queue.discard()
         raw = self._websockets.pop(eio_sid, None)
         if raw is not None:
             shutdown_socket(raw)

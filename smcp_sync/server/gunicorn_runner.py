@@ -50,7 +50,7 @@ class GunicornServer(BaseApplication):
         self._options = {
             "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
             "workers": 1,
-            # a dotted path: gunicorn < 24 takes no class object here
+            # a dotted path: gunicorn 22 takes no class object here
             "worker_class": f"{__name__}.{_BoundedThreadWorker.__name__}",
             "threads": threads,
             "graceful_timeout": 10,

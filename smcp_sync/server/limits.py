@@ -16,8 +16,9 @@ import attrs
 #: packet that carries the credentials) before it is closed.
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
 #: Seconds a client has to send a request's line and headers (also: to start its next
-#: request on a kept-alive connection).
-DEFAULT_HEADER_TIMEOUT = 10.0
+#: request on a kept-alive connection). Under `serve()` a legitimate client queued behind
+#: hostile ones waits for this to free threads: short.
+DEFAULT_HEADER_TIMEOUT = 5.0
 #: Seconds one read of a request body (or one write of a response) may block.
 DEFAULT_READ_TIMEOUT = 30.0
 #: Open Engine.IO connections one client address may have (security.md: 100 per IP).

@@ -9,6 +9,7 @@ Agent). Knowing the bytes lets the Server drop that client once past
 
 from __future__ import annotations
 
+import collections
 import queue
 from typing import Any
 
@@ -40,3 +41,16 @@ class BacklogQueue(queue.Queue):
         item = super()._get()
         self.backlog -= packet_size(item)
         return item
+
+    def discard(self) -> None:
+        """Drop the packets still waiting, keeping end-of-queue markers (None): the
+        connection is gone, but its Engine.IO socket stays referenced until its ping
+        thread wakes (up to `ping_interval`), and so would everything queued for it."""
+        with self.mutex:
+            kept = collections.deque(item for item in self.queue if item is None)
+            dropped = len(self.queue) - len(kept)
+            self.queue = kept
+            self.backlog = len(kept) * PACKET_OVERHEAD
+            self.unfinished_tasks = max(0, self.unfinished_tasks - dropped)
+            if self.unfinished_tasks == 0:
+                self.all_tasks_done.notify_all()

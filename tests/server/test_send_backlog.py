@@ -1,0 +1,38 @@
+"""`BacklogQueue`: the bytes waiting for one client, and what a dropped client's queue keeps."""
+
+from __future__ import annotations
+
+import threading
+
+from engineio import packet
+
+from smcp_sync.server.send_backlog import PACKET_OVERHEAD, BacklogQueue
+
+
+def message(size: int) -> packet.Packet:
+    return packet.Packet(packet.MESSAGE, data="x" * size)
+
+
+def test_backlog_counts_the_bytes_put_and_not_yet_taken():
+    queue = BacklogQueue()
+    queue.put(message(1000))
+    queue.put(message(24))
+    queue.put(packet.Packet(packet.PING))
+    assert queue.backlog == 1024 + 3 * PACKET_OVERHEAD
+    assert queue.get().data == "x" * 1000
+    assert queue.backlog == 24 + 2 * PACKET_OVERHEAD
+
+
+def test_discard_drops_the_packets_keeps_the_end_marker_and_releases_join():
+    queue = BacklogQueue()
+    for _ in range(3):
+        queue.put(message(10_000))
+    queue.put(None)  # what Engine.IO's close puts: the writer's signal to stop
+    queue.discard()
+    assert queue.qsize() == 1 and queue.backlog == PACKET_OVERHEAD
+    assert queue.get() is None
+    queue.task_done()
+    joined = threading.Thread(target=queue.join)
+    joined.start()
+    joined.join(5)
+    assert not joined.is_alive()
