@@ -38,6 +38,17 @@ def test_a_multi_value_answer_is_relayed_as_is(office):
     assert agent.call(events.GET_TOOLS, REQUESTS[events.GET_TOOLS]) == (1, "two", None)
 
 
+def test_a_nested_error_of_an_older_computer_is_relayed_flat(office):
+    computer = office("computer", "c1")
+    nested = {"error": {"code": 4201, "message": "no such document", "details": {"doc_ref": "d"}}}
+    computer.answer(events.READ_RESOURCE, lambda data: nested)
+    computer.answer(events.GET_RESOURCES, lambda data: nested["error"] | {"mcp_server": "docs", "req_id": "r"})
+    agent = office("agent", "a1")
+    assert agent.call(events.READ_RESOURCE, REQUESTS[events.READ_RESOURCE]) == nested["error"]
+    flat = agent.call(events.GET_RESOURCES, REQUESTS[events.GET_RESOURCES])  # already flat: as it came
+    assert flat == nested["error"] | {"mcp_server": "docs", "req_id": "r"}
+
+
 def test_requests_reach_only_the_named_computer(office):
     hits = {"c1": 0, "c2": 0}
     for name in hits:
