@@ -46,8 +46,9 @@ def computer(request: Any, computers: dict[str, Computer], no_leaks: None) -> Co
 def test_lists_the_servers_tools_as_smcp_tools(computer: Computer) -> None:
     status = computer.server_statuses()[0]
     assert status.state is ServerState.RUNNING and status.capabilities.tools_list_changed
-    tools = {tool.name: tool for tool in computer.tools()}
-    assert list(tools) == BUILTIN_TOOLS  # the server's order
+    tools = {tool.name.removeprefix("tools__"): tool for tool in computer.tools()}
+    assert [tool.name for tool in computer.tools()] == [f"tools__{name}" for name in BUILTIN_TOOLS]  # the server's order
+    assert {tool.bundle_id for tool in computer.tools()} == {"tools"}
     echo = tools["echo"]
     assert echo.description == "Return the text unchanged."
     assert echo.params_schema["properties"] == {"text": {"type": "string"}}
