@@ -4,12 +4,15 @@ Their Computer (with the mcp 1.x echo server) and their sync Agent run as child 
 in that version's virtualenv (`tests/interop`) and present the key the way their SDK does
 by default (`--auth-via sdk`: 0.4.2 in the Socket.IO auth dict as ``token``, 0.1.6 in the
 HTTP header ``access_token``); 0.4.2 also sends its ``a2c_version`` query. Our Server runs
-in-process. Wire facts: `tests/interop/WIRE_NOTES.md` and `WIRE_NOTES_0.4.2.md`.
+in-process; our Agent also calls their Computer through it. Wire facts:
+`tests/interop/WIRE_NOTES.md` and `WIRE_NOTES_0.4.2.md`.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from smcp_sync.protocol.errors import NotFoundError
 
 from interop.harness import (
     agent_results,
@@ -19,6 +22,8 @@ from interop.harness import (
     start_official_agent,
     start_official_computer,
 )
+
+from office_parts import joined_agent
 
 from .peers import wait_until
 
@@ -141,3 +146,25 @@ def test_their_agent_sees_their_computer_come_update_and_go(official_peer, defau
 def test_their_clients_with_a_wrong_key_are_refused(official_peer, our_server):
     events = run_official_agent(official_peer.python, our_server.url, "o-x", "a-x", [], api_key="wrong", auth_via="sdk")
     assert [e["event"] for e in events if e["event"] in ("connect_failed", "connected")] == ["connect_failed"]
+
+
+def test_our_agent_calls_their_computer_through_our_server(official_peer, our_server, spawn):
+    peer = official_peer
+    spawn(start_official_computer(peer.python, our_server.url, "o-mix", "c-mix", echo_mcp_config(peer.python), auth_via="auth"))
+    with joined_agent("a-mix", our_server.url, "o-mix", timeout=10, auth={"api_key": KEY}) as agent:
+        assert peer.tool("echo", "echo") in {tool.name for tool in agent.get_tools("c-mix", timeout=20)}
+        assert agent.call_tool("c-mix", peer.tool("echo", "echo"), {"text": "mixed"}, timeout=20).text == "mixed"
+        timed_out = agent.call_tool("c-mix", peer.tool("echo", "slow"), {"seconds": 5}, timeout=1)
+        assert timed_out.is_error and "timed out" in timed_out.text  # their Computer's own answer
+        assert agent.get_desktop("c-mix", timeout=20) == DESKTOP
+        assert set(agent.get_config("c-mix", timeout=20).servers) == {"echo"}
+        if peer.handshake:
+            page = agent.get_resources("c-mix", "echo", timeout=20)
+            assert {r.uri: r.mime_type for r in page.resources}["note://echo.test/readme"] == "text/plain"
+        # Our extensions: their Computer did not list them, so our Server refuses at once.
+        with pytest.raises(NotFoundError) as refused:
+            agent.get_finder("c-mix", timeout=60)
+        assert (refused.value.details or {}).get("reason") == "extension_not_supported"
+        with pytest.raises(NotFoundError) as refused:
+            agent.read_resource("c-mix", "window://echo.test/main?priority=50", timeout=60)
+        assert (refused.value.details or {}).get("reason") == "extension_not_supported"
