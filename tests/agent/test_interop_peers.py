@@ -20,7 +20,8 @@ import pytest
 from smcp_sync.agent import Agent
 from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.protocol import events
-from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, SMCPTimeoutError
+from smcp_sync.computer import Computer
+from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, SMCPTimeoutError, VersionMismatchError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
 
 from interop.harness import echo_mcp_config, start_official_computer, start_official_server
@@ -195,3 +196,18 @@ def test_enter_update_and_leave_notifications(their_office, agent):
         late.stop()
     assert wait_for(events.LEAVE_OFFICE_NOTIFICATION) == LeaveOfficeNotification(office_id=OFFICE, computer="c-late")
     assert "c-late" not in agent.tool_cache
+
+
+def test_their_version_gate_refuses_our_clients_with_both_versions(official_peer, no_leaks):
+    """Their 0.4.2 gate made to speak 0.5.0: our Agent and Computer get the typed 4008."""
+    if not official_peer.handshake:
+        pytest.skip("a2c-smcp 0.1.6's Server has no version gate")
+    with start_official_server(official_peer.python, api_key=KEY, trace=False, gate_version="0.5.0") as server:
+        with Agent("a-v", auth=official_peer.server_auth(KEY), reconnect=NO_RECONNECT) as agent:
+            with pytest.raises(VersionMismatchError) as refused:
+                agent.connect(server.url, timeout=10)
+        assert (refused.value.client_version, refused.value.server_version) == ("0.4.0", "0.5.0")
+        with Computer("c-v", []) as computer:
+            with pytest.raises(VersionMismatchError) as refused:
+                computer.connect(server.url, OFFICE, auth=official_peer.server_auth(KEY))
+        assert (refused.value.client_version, refused.value.server_version) == ("0.4.0", "0.5.0")

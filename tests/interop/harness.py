@@ -350,15 +350,19 @@ def start_official_server(
     host: str = "127.0.0.1",
     trace: bool = True,
     version_gate: bool = True,
+    gate_version: str | None = None,
     timeout: float = 60.0,
 ) -> JsonLineProcess:
     """Start ``official_server.py``; returns once it listens. ``proc.url`` is its base URL.
-    ``version_gate=False`` leaves out 0.4.x's version middleware."""
+    ``version_gate=False`` leaves out 0.4.x's version middleware; ``gate_version`` makes it
+    speak another protocol version than the SDK's."""
     argv = [str(python), str(SCRIPTS / "official_server.py"), "--host", host, "--port", "0", "--api-key", api_key]
     if not trace:
         argv.append("--no-trace")
     if not version_gate:
         argv.append("--no-version-gate")
+    if gate_version:
+        argv += ["--gate-version", gate_version]
     proc = JsonLineProcess(argv, name="official-server", cwd=SCRIPTS)
     try:
         listening = proc.wait_for("listening", timeout)
@@ -440,10 +444,14 @@ def start_official_agent(
     join: bool = True,
     join_mode: str | None = None,
     linger: float = 0.0,
+    claim_version: str | None = None,
 ) -> JsonLineProcess:
-    """Start ``official_agent.py`` with ``steps``; it exits by itself after the steps."""
+    """Start ``official_agent.py`` with ``steps``; it exits by itself after the steps.
+    ``claim_version`` makes a 0.4.x Agent announce that protocol version instead of its own."""
     argv = _client_argv(python, "official_agent.py", url, office, name, api_key, auth_via, transports)
     argv += ["--linger", str(linger)]
+    if claim_version:
+        argv += ["--claim-version", claim_version]
     if not join:
         argv.append("--no-join")
     if join_mode:

@@ -168,3 +168,16 @@ def test_our_agent_calls_their_computer_through_our_server(official_peer, our_se
         with pytest.raises(NotFoundError) as refused:
             agent.read_resource("c-mix", "window://echo.test/main?priority=50", timeout=60)
         assert (refused.value.details or {}).get("reason") == "extension_not_supported"
+
+
+def test_their_agent_announcing_another_version_gets_our_4008(official_peer, our_server):
+    if not official_peer.handshake:
+        pytest.skip("a2c-smcp 0.1.6 announces no version (our Server accepts it by default)")
+    events = run_official_agent(
+        official_peer.python, our_server.url, "o-v", "a-v", [], auth_via="sdk", claim_version="0.5.0"
+    )
+    failed = [e for e in events if e["event"] in ("connect_failed", "connected")]
+    assert len(failed) == 1 and failed[0]["event"] == "connect_failed", events
+    # Their SDK read our HTTP 400 body as the 4008 it knows.
+    assert failed[0]["error_type"] == "a2c_smcp.exceptions.ProtocolVersionError"
+    assert (failed[0]["client_version"], failed[0]["server_version"]) == ("0.5.0", "0.4.0")

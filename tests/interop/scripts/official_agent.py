@@ -4,7 +4,7 @@ Usage (with an official venv's python)::
 
     python official_agent.py --url http://127.0.0.1:PORT --office OFFICE --name NAME \
         [--api-key test-key] [--auth-via sdk|auth|header|both|none] [--transports ...] \
-        [--no-join] [--join-mode call|emit] [--linger SECONDS] STEPS
+        [--no-join] [--join-mode call|emit] [--linger SECONDS] [--claim-version X.Y.Z] STEPS
 
 ``STEPS`` is a JSON list (inline, ``@file`` or a path), executed in order, e.g.::
 
@@ -51,6 +51,8 @@ Other lines: ``connected`` (sid, transport), ``send`` (every emit: name, data, a
 ``ack`` / ``call_error`` (every acked call), ``notify`` (every ``notify:*`` received, before the
 SDK's own handler runs), ``sdk_callback`` (the SDK's AgentEventHandler callbacks, e.g.
 ``on_tools_received`` after its automatic ``get_tools`` on ``notify:enter_office``), ``exit``.
+``--claim-version`` (0.4.x) makes it announce another protocol version than its SDK's
+(a refusal prints ``connect_failed`` with the SDK's ``ProtocolVersionError`` fields).
 After the steps it waits ``--linger`` seconds (to collect notifications), disconnects and exits 0
 (2 when the connection fails).
 """
@@ -74,6 +76,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-join", action="store_true")
     parser.add_argument("--join-mode", choices=("call", "emit"), default="call")
     parser.add_argument("--linger", type=float, default=0.0, help="seconds to wait after the last step")
+    parser.add_argument("--claim-version", default=None, help="0.4.x: the a2c_version to announce")
     parser.add_argument("steps", nargs="?", default="[]", help="JSON list of steps (inline, @file or path)")
     return _common.parse_arguments(parser)
 
@@ -175,13 +178,19 @@ def main() -> int:
         if name not in agent.handlers.get(args.namespace, {}):
             agent.on(name, lambda data=None, _n=name: record_notify(_n, data), namespace=args.namespace)
 
+    if args.claim_version:
+        import a2c_smcp.agent.sync_client as sync_client
+
+        sync_client.PROTOCOL_VERSION = args.claim_version  # what connect_to_server announces
+
     connect_kwargs = {}
     if args.transports:
         connect_kwargs["transports"] = args.transports.split(",")
     try:
         agent.connect_to_server(args.url, **connect_kwargs)
     except Exception as exc:
-        emit({"event": "connect_failed", **error_info(exc)})
+        versions = {k: getattr(exc, k) for k in ("client_version", "server_version") if hasattr(exc, k)}
+        emit({"event": "connect_failed", **error_info(exc), **versions})
         os._exit(2)
     emit({"event": "connected", "sid": agent.get_sid(args.namespace), "transport": agent.transport()})
     ns = args.namespace

@@ -3,7 +3,7 @@
 Usage (with an official venv's python)::
 
     python official_server.py [--host 127.0.0.1] [--port 0] [--api-key test-key] [--no-trace]
-        [--no-version-gate]
+        [--no-version-gate] [--gate-version X.Y.Z]
 
 Stack: ``a2c_smcp.server.SyncSMCPNamespace`` registered on a python-socketio threading
 ``Server`` (``async_mode="threading"``, default ``async_handlers=True``), wrapped in
@@ -13,7 +13,8 @@ works through simple-websocket). Authentication, by SDK version:
 * 0.4.x: the SDK's own ``DefaultSyncAuthenticationProvider(admin_secret=KEY)``, which reads
   the key from the Socket.IO auth dict field ``token`` (works under WSGI), and the SDK's
   ``A2CProtocolVersionWSGIMiddleware`` around the app (on unless ``--no-version-gate``):
-  a connection without a compatible ``a2c_version`` query gets HTTP 400 before Socket.IO.
+  a connection without a compatible ``a2c_version`` query gets HTTP 400 before Socket.IO
+  (``--gate-version`` makes the gate speak another version than the SDK's, to provoke 4008).
 * 0.1.x: the SDK's ``DefaultSyncAuthenticationProvider`` reads the key from
   ``environ['asgi.scope']['headers']`` / ``environ['HTTP_HEADERS']``, which a WSGI server
   never fills, so it refuses every WSGI client; this script plugs in its own
@@ -53,6 +54,7 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-trace", action="store_true", help="only print listening/auth/stopped")
     parser.add_argument("--no-version-gate", action="store_true", help="0.4.x: leave out the version middleware")
+    parser.add_argument("--gate-version", default=None, help="0.4.x: the version the gate speaks (default: the SDK's)")
     args = _common.parse_arguments(parser)
     handshake = _common.speaks_handshake()
 
@@ -158,7 +160,8 @@ def main() -> int:
     if version_gate:
         from a2c_smcp.server import A2CProtocolVersionWSGIMiddleware
 
-        app = A2CProtocolVersionWSGIMiddleware(app)
+        gate_options = {"server_version": args.gate_version} if args.gate_version else {}
+        app = A2CProtocolVersionWSGIMiddleware(app, **gate_options)
 
     server = make_server(args.host, args.port, app, threaded=True)
     port = server.server_port
