@@ -181,3 +181,13 @@ def test_their_agent_announcing_another_version_gets_our_4008(official_peer, our
     # Their SDK read our HTTP 400 body as the 4008 it knows.
     assert failed[0]["error_type"] == "a2c_smcp.exceptions.ProtocolVersionError"
     assert (failed[0]["client_version"], failed[0]["server_version"]) == ("0.5.0", "0.4.0")
+
+
+def test_versionless_clients_are_refused_when_our_server_requires_a_version(official_peer, server_factory):
+    strict = server_factory(auth=KEY, require_client_version=True)
+    events = run_official_agent(official_peer.python, strict.url, "o-req", "a-req", [], auth_via="auth")
+    connected = [e["event"] for e in events if e["event"] in ("connect_failed", "connected")]
+    # 0.4.2 announces its version and gets in; 0.1.6 announces none and is refused at the HTTP layer.
+    assert connected == (["connected"] if official_peer.handshake else ["connect_failed"])
+    if not official_peer.handshake:
+        assert "400" in next(e for e in events if e["event"] == "connect_failed")["error"]
