@@ -44,8 +44,10 @@ logger = logging.getLogger(__name__)
 
 #: Engine.IO's default (1 MB) drops the connection on one big tool result or document page.
 DEFAULT_MAX_HTTP_BUFFER_SIZE = 16 * 1024 * 1024
-#: Worker threads of `serve()`; each open connection holds one.
-DEFAULT_SERVE_THREADS = 100
+#: Worker threads of `serve()`; each open connection holds one, and they start on demand.
+#: Well above the per-address cap: with 100, 200 hostile sockets from a few addresses kept
+#: a legitimate Agent waiting ~10 s (benchmarks/README.md, run G).
+DEFAULT_SERVE_THREADS = 400
 #: How long `stop()` waits for connection threads to finish.
 STOP_TIMEOUT = 5.0
 
