@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.interop.venv import LEGACY, official_sdk_python
 
-from . import echo, finder, loadgen, memory, paths, report, roundtrip
+from . import echo, finder, hostile, loadgen, memory, paths, report, roundtrip
 
 log = logging.getLogger("benchmarks")
 
@@ -41,6 +41,17 @@ FULL_MEMORY_LEVELS = (10, 100, 300)
 QUICK_MEMORY_LEVELS = (2, 5)
 FULL_FINDER = finder.FinderPlan()
 QUICK_FINDER = finder.FinderPlan(servers=2, documents=50, warm_calls=5, storm_count=50, storm_seconds=0.2)
+FULL_HOSTILE = hostile.HostilePlan()
+#: Short deadlines and a small backlog, so the quick run does not wait out the defaults.
+QUICK_HOSTILE = hostile.HostilePlan(
+    hostile=10,
+    hold_samples=2,
+    floods=1,
+    calls=40,
+    threads=10,
+    more_threads=20,
+    server_options={"handshake_timeout": 1.0, "header_timeout": 1.0, "max_send_backlog": 1024 * 1024},
+)
 
 #: Round-trip sections and the paths they measure (all measured together, in rounds).
 ROUND_TRIP_PATHS = {
@@ -48,7 +59,7 @@ ROUND_TRIP_PATHS = {
     "tool_call": ("smcp_sync",),
     "official": ("official",),
 }
-SECTIONS = (*ROUND_TRIP_PATHS, "finder", "storm", "memory")
+SECTIONS = (*ROUND_TRIP_PATHS, "finder", "storm", "memory", "hostile")
 
 
 class Run:
@@ -71,6 +82,8 @@ class Run:
         self.finder_plan = QUICK_FINDER if args.quick else FULL_FINDER
         self.finder_results: dict[str, Any] | None = None
         self.memory_results: dict[str, Any] | None = None
+        self.hostile_plan = QUICK_HOSTILE if args.quick else FULL_HOSTILE
+        self.hostile_results: dict[str, Any] | None = None
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
 
@@ -97,6 +110,9 @@ class Run:
     def memory_section(self) -> None:
         self.memory_results = memory.idle_clients(self.memory_levels)
 
+    def hostile_section(self) -> None:
+        self.hostile_results = hostile.run(self.hostile_plan)
+
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.echo is not None:
@@ -105,6 +121,8 @@ class Run:
             steps.append(("finder", self.finder_section))
         if "memory" in self.sections:
             steps.append(("memory", self.memory_section))
+        if "hostile" in self.sections:
+            steps.append(("hostile", self.hostile_section))
         for name, step in steps:
             log.info("%s ...", name)
             before, started = list(os.getloadavg()), time.monotonic()
@@ -130,6 +148,8 @@ class Run:
             tables += report.finder_tables(self.finder_results)
         if self.memory_results is not None:
             tables.append(report.memory_table(self.memory_results))
+        if self.hostile_results is not None:
+            tables += report.hostile_tables(self.hostile_results)
         tables.append(report.load_note(self.loads))
         return tables
 
@@ -151,6 +171,7 @@ class Run:
             "outcomes": self.outcomes,
             "finder": self.finder_results,
             "memory": self.memory_results,
+            "hostile": {"plan": self.hostile_plan.to_dict(), **(self.hostile_results or {})},
             "load": self.loads,
             "failures": self.failures,
         }

@@ -7,7 +7,10 @@ read the Server's RSS and threads without the clients' own.
 
 Roles:
 
-* ``smcp-server``: `SMCPServer().start()` (werkzeug, threading mode) on 127.0.0.1:0;
+* ``smcp-server``: `SMCPServer().start()` (werkzeug, threading mode) on 127.0.0.1:0,
+  without the per-address cap (every client of a benchmark comes from 127.0.0.1);
+* ``smcp-serve --threads N --options JSON``: `SMCPServer(**options).serve()` (gunicorn
+  gthread: a master, whose pid the ready line gives, and one worker process);
 * ``raw-server``: a bare python-socketio threading Server on the same werkzeug
   transport, whose ``echo`` event returns its payload (the Socket.IO floor);
 * ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O,
@@ -57,11 +60,28 @@ def wait_for_stop() -> None:
 def run_smcp_server(args: argparse.Namespace) -> None:
     from smcp_sync.server import SMCPServer
 
-    server = SMCPServer()
+    server = SMCPServer(max_connections_per_ip=None)
     url = server.start()
     emit({"event": "ready", "url": url, "pid": os.getpid()})
     wait_for_stop()
     server.stop()
+
+
+def run_smcp_serve(args: argparse.Namespace) -> None:
+    """In the foreground until SIGTERM, which EOF on stdin sends (gunicorn's master
+    handles the signals; its worker serves)."""
+    from smcp_sync.server import SMCPServer
+
+    def ready(url: str) -> None:  # before the worker is forked: find it among pid's children
+        emit({"event": "ready", "url": url, "pid": os.getpid()})
+
+    def stop_on_eof() -> None:
+        for _ in sys.stdin:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop_on_eof, name="bench-stdin", daemon=True).start()
+    SMCPServer(**json.loads(args.options)).serve(port=0, threads=args.threads, on_ready=ready)
 
 
 def run_raw_server(args: argparse.Namespace) -> None:
@@ -116,6 +136,10 @@ def main() -> None:
     roles = parser.add_subparsers(dest="role", required=True)
     roles.add_parser("smcp-server").set_defaults(run=run_smcp_server)
     roles.add_parser("raw-server").set_defaults(run=run_raw_server)
+    serve = roles.add_parser("smcp-serve")
+    serve.set_defaults(run=run_smcp_serve)
+    serve.add_argument("--threads", type=int, required=True)
+    serve.add_argument("--options", default="{}", help="SMCPServer keyword options (JSON)")
     computer = roles.add_parser("computer")
     computer.set_defaults(run=run_computer)
     idle = roles.add_parser("idle-agents")

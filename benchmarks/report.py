@@ -162,6 +162,32 @@ def memory_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def hostile_tables(result: dict[str, Any]) -> list[Table]:
+    from .hostile import summary
+
+    hold = Table(
+        "Hostile clients: how long one socket holds a serve() slot",
+        ["socket", "samples", "median s", "max s", "still open"],
+    )
+    for kind, held in result["hold"].items():
+        numbers = summary(held)
+        hold.add(kind, len(held), numbers["median"], numbers["max"], numbers["still_open"])
+    connect = Table(
+        "Hostile clients: a legitimate Agent's connect + join while hostile sockets are kept open",
+        ["server", "hostile sockets", "connect + join s", "hostile sockets closed meanwhile"],
+    )
+    for row in result["connect"]:
+        connect.add(row["server"], row["hostile"], row["seconds"], row["reopened"])
+    flood = Table(
+        "Hostile clients: serve() worker RSS under Agents that stop reading",
+        ["flood", "calls sent", "peak RSS MB", "RSS after MB", "dropped after s"],
+    )
+    flood.add(0, 0, result["flood"]["baseline_mb"], result["flood"]["baseline_mb"], None)
+    for row in result["flood"]["floods"]:
+        flood.add(row["flood"], row["sent"], row["peak_mb"], row["after_mb"], row["dropped_after"])
+    return [hold, connect, flood]
+
+
 # -- the machine ------------------------------------------------------------------------------
 
 

@@ -128,8 +128,17 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
             number(row["server RSS MB"]) > 0 and number(row["threads/client"]) >= 1 and number(row["fds/client"]) >= 1
         )
 
+    hold = {row["socket"]: row for row in tables["Hostile clients: how long one socket holds a serve() slot"]}
+    assert set(hold) == {"silent websocket", "half request line"}
+    assert all(int(row["still open"]) == 0 and number(row["max s"]) > 0 for row in hold.values())
+    connect = tables["Hostile clients: a legitimate Agent's connect + join while hostile sockets are kept open"]
+    assert [int(row["hostile sockets"]) for row in connect] == [0, 10] * 3
+    assert all(number(row["connect + join s"]) > 0 for row in connect)
+    flood = tables["Hostile clients: serve() worker RSS under Agents that stop reading"]
+    assert [int(row["flood"]) for row in flood] == [0, 1] and number(flood[1]["dropped after s"]) > 0
+
     loads = tables["Machine load during each section (1-min load average)"]
-    assert [row["section"] for row in loads] == ["round trips", "finder", "memory"]
+    assert [row["section"] for row in loads] == ["round trips", "finder", "memory", "hostile"]
     assert all(number(row["before"]) >= 0 and number(row["after"]) >= 0 for row in loads)
 
     results = json.loads(results_path.read_text(encoding="utf-8"))
