@@ -191,3 +191,41 @@ def test_versionless_clients_are_refused_when_our_server_requires_a_version(offi
     assert connected == (["connected"] if official_peer.handshake else ["connect_failed"])
     if not official_peer.handshake:
         assert "400" in next(e for e in events if e["event"] == "connect_failed")["error"]
+
+
+def test_their_agent_cancels_and_times_out_calls_through_our_server(official_peer, our_server, spawn):
+    peer = official_peer
+    slow = peer.tool("echo", "slow")
+    computer = spawn(
+        start_official_computer(peer.python, our_server.url, "o-cx", "c-cx", echo_mcp_config(peer.python), auth_via="auth")
+    )
+    long_timeout = 20 if peer.handshake else 4  # 0.1.6's Computer ignores the cancel: keep its call short
+    results = agent_results(
+        run_official_agent(
+            peer.python,
+            our_server.url,
+            "o-cx",
+            "a-cx",
+            [
+                {"op": "spawn", "label": "long", "steps": [
+                    {"op": "tool_call", "computer": "c-cx", "tool": slow, "params": {"seconds": 30}, "timeout": long_timeout},
+                ]},
+                {"op": "sleep", "seconds": 1.5},
+                {"op": "cancel"},
+                {"op": "join_spawned", "timeout": 30},
+                {"op": "tool_call", "computer": "c-cx", "tool": slow, "params": {"seconds": 5}, "timeout": 1},
+            ],
+            auth_via="auth",
+        )
+    )
+    assert all(r["ok"] for r in results), results
+    req_id = by_op(results, "cancel")[0]["req_id"]
+    # Our Server passed their cancel on to their Computer (skipping the sender).
+    computer.wait_for({"event": "notify", "name": "notify:tool_call_cancel", "data": {"agent": "a-cx", "req_id": req_id}}, 10)
+    if peer.handshake:
+        cancelled = next(r for r in results if r["index"] == "long.0")
+        assert cancelled["raw"]["meta"] == {"a2c_cancelled": True, "a2c_cancel_reason": "agent_requested"}
+    # Their Agent waits exactly the request's timeout, as long as their Computer: its own
+    # wait ends first, with an error result of its making (WIRE_NOTES).
+    timed_out = [r for r in by_op(results, "tool_call") if r["index"] != "long.0"][0]
+    assert timed_out["result"]["isError"] is True and timed_out["raw"] is None
