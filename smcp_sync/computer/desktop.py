@@ -5,7 +5,7 @@ A window's value is the contents of reading its listed URI, cached while the Com
 subscribed to it and read in the background as soon as it is listed (a desktop asked for
 before then waits at most `wait` seconds, then shows what is read, and
 `server:update_desktop` follows). Laying windows out is `organize_desktop`'s job; this
-gathers them.
+gathers them, with the layout each window's listing declares (`window_layout`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from ..protocol.errors import BadRequestError
 from ..protocol.models import Desktop, ResourceContents
 from ..protocol.window_uri import SCHEME, parse_window_uri
 from .manager import ServerManager
-from .resource_channel import ResourceChannel
+from .resource_channel import Entry, ResourceChannel
+from .window_layout import WindowLayout, WindowLayouts
 
 WindowContents = tuple[ResourceContents, ...]
 
@@ -34,6 +35,7 @@ def desktop_channel(manager: ServerManager, timeout: float, wait: float) -> Reso
         check=parse_window_uri,  # a window the organiser would drop is not worth a read
         value_of=lambda server, contents: tuple(contents),
         wait=wait,
+        describe=WindowLayouts(),
     )
 
 
@@ -54,5 +56,12 @@ def get_desktop(
         parse_window_uri(window)  # 400 naming the broken rule
     if size is not None and size <= 0:
         return []
-    windows = [Window(server=e.server, uri=e.uri, contents=e.value) for e in channel.entries(servers, window).entries]
+    windows = [_window(entry) for entry in channel.entries(servers, window).entries]
     return organize_desktop(windows, size, history)
+
+
+def _window(entry: Entry) -> Window:
+    layout = entry.details if isinstance(entry.details, WindowLayout) else WindowLayout()
+    return Window(
+        server=entry.server, uri=entry.uri, contents=entry.value, priority=layout.priority, fullscreen=layout.fullscreen
+    )

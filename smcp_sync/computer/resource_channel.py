@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..protocol.errors import SMCPError, SMCPTimeoutError
+from ..protocol.models import Resource
 from .uri_cache import Ticket, UriCache
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ Check = Callable[[str], object]
 ValueOf = Callable[[str, Any], V]
 #: Subscribes to resources: ``subscribe(server, uris) -> the URIs the server accepted``.
 Subscribe = Callable[[str, Sequence[str]], "set[str]"]
+#: What a channel needs of a listed resource itself: ``describe(server, resource) -> details``.
+Describe = Callable[[str, Resource], Any]
 
 
 def scheme_and_host(uri: str) -> tuple[str, str] | None:
@@ -60,6 +63,8 @@ class Entry(NamedTuple):
     server: str
     uri: str
     value: Any
+    #: What `describe` read from the listed resource (None without `describe`).
+    details: Any = None
 
 
 @attrs.frozen
@@ -99,6 +104,7 @@ class ResourceChannel(Generic[V]):
         check: Check,
         value_of: ValueOf[V],
         wait: float = 0.0,
+        describe: Describe | None = None,
     ) -> None:
         self.name = name
         self.scheme = scheme
@@ -109,6 +115,7 @@ class ResourceChannel(Generic[V]):
         self._value_of = value_of
         #: Seconds a reader waits for values the warm-up is still reading.
         self.wait = wait
+        self._describe = describe
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
 
@@ -118,6 +125,13 @@ class ResourceChannel(Generic[V]):
     def accepts(self, uri: str) -> bool:
         found = scheme_and_host(uri)
         return found is not None and found[0] == self.scheme
+
+    def listed(self, server: str, generation: int, resources: Sequence[Resource], subscribable: bool) -> bool:
+        """Record the resources of this channel's scheme in `server`'s listing (described,
+        when the channel needs more than URIs); True when that changed what it shows."""
+        mine = [resource for resource in resources if self.accepts(resource.uri)]
+        details = None if self._describe is None else {r.uri: self._describe(server, r) for r in mine}
+        return self.cache.replace(server, generation, [r.uri for r in mine], subscribable, details)
 
     def entries(self, servers: Sequence[str], uri: str | None = None) -> Gathered[V]:
         """The values of the URIs `servers` list (server order, then listing order), or of
@@ -131,8 +145,11 @@ class ResourceChannel(Generic[V]):
         found: list[Entry] = []
         for server, uris in listed.items():
             values = {**read_now[server], **self.cache.cached(server)[0]}
+            details = self.cache.details(server)
             found.extend(
-                Entry(server, u, values[u]) for u in uris if u in values and not isinstance(values[u], _Unreadable)
+                Entry(server, u, values[u], details.get(u))
+                for u in uris
+                if u in values and not isinstance(values[u], _Unreadable)
             )
         return Gathered(found, complete)
 

@@ -150,9 +150,9 @@ class ResourceWatch:
             return
         can_subscribe = status.capabilities is not None and status.capabilities.resources_subscribe
         for channel in self._channels:
-            uris = [resource.uri for resource in resources if channel.accepts(resource.uri)]
-            if channel.cache.replace(server, status.generation, uris, subscribable=can_subscribe):
-                log.info("%s: MCP server %r lists %d %s:// URIs now", channel.name, server, len(uris), channel.scheme)
+            if channel.listed(server, status.generation, resources, subscribable=can_subscribe):
+                count = len(channel.cache.uris(server))
+                log.info("%s: MCP server %r lists %d %s:// URIs now", channel.name, server, count, channel.scheme)
                 self._debouncer.trigger(channel)
             else:
                 log.debug("%s: the %s:// URIs of MCP server %r did not change", channel.name, channel.scheme, server)

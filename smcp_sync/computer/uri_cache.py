@@ -49,6 +49,8 @@ class _Listing:
     generation: int
     uris: tuple[str, ...]
     listed: frozenset[str]
+    #: What the channel read from each listed resource itself (Desktop: its layout).
+    details: Mapping[str, Any] = attrs.field(factory=dict)
     #: URIs the Computer is subscribed to, in this session (only ever grows).
     cacheable: set[str] = attrs.field(factory=set)
     values: dict[str, Any] = attrs.field(factory=dict)
@@ -79,17 +81,27 @@ class UriCache:
         #: A reader answered without values still being read: announce once they are.
         self._owed = False
 
-    def replace(self, server: str, generation: int, uris: Sequence[str], subscribable: bool = False) -> bool:
-        """Record `server`'s current listing; True when its URI set differs from the last
-        one (a server seen for the first time counts when it lists any URI). A new
-        `generation` (a new MCP session) drops every cached value and subscription of the
-        server. When the server takes subscriptions, every listed URI without a value is
-        queued for the warm-up."""
+    def replace(
+        self,
+        server: str,
+        generation: int,
+        uris: Sequence[str],
+        subscribable: bool = False,
+        details: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Record `server`'s current listing, and the `details` of its URIs; True when its
+        URI set or their details differ from the last ones (a server seen for the first
+        time counts when it lists any URI). A new `generation` (a new MCP session) drops
+        every cached value and subscription of the server. When the server takes
+        subscriptions, every listed URI without a value is queued for the warm-up."""
         uris = tuple(dict.fromkeys(uris))
+        details = dict(details or {})
         with self._lock:
             old = self._listings.get(server)
-            changed = set(uris) != set(old.uris if old is not None else ())
-            listing = _Listing(generation, uris, frozenset(uris))
+            changed = set(uris) != set(old.uris if old is not None else ()) or (
+                old is not None and details != old.details
+            )
+            listing = _Listing(generation, uris, frozenset(uris), details)
             if old is not None and old.generation == generation:
                 listing.cacheable = old.cacheable & listing.listed
                 listing.values = {u: v for u, v in old.values.items() if u in listing.cacheable}
@@ -145,6 +157,12 @@ class UriCache:
         with self._lock:
             listing = self._listings.get(server)
             return () if listing is None else listing.uris
+
+    def details(self, server: str) -> Mapping[str, Any]:
+        """The details of `server`'s listed URIs (by URI), as its last listing gave them."""
+        with self._lock:
+            listing = self._listings.get(server)
+            return {} if listing is None else listing.details
 
     def cached(self, server: str) -> tuple[dict[str, Any], Ticket | None]:
         """(a copy of `server`'s cached values by URI, ticket for `store`); ({}, None) when

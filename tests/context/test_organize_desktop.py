@@ -200,3 +200,39 @@ def test_size_is_a_global_cap_across_servers(size, expected):
 
 def test_size_cut_follows_history_order():
     assert uris(organize_desktop(SIZED, 2, calls("b", "c"))) == ["window://c/fs?fullscreen=true", "window://b/1"]
+
+
+# -- layout metadata (spec-0.3/desktop.md "Window 资源元数据") ---------------------------------
+
+
+def test_declared_priority_orders_windows_on_the_query_forms_scale():
+    windows = [
+        Window(server="s", uri="window://s/a", contents=[text("window://s/a", "a")], priority=0.3),
+        window("s", "window://s/b?priority=50"),  # 50 / 100
+        Window(server="s", uri="window://s/c", contents=[text("window://s/c", "c")], priority=0.7),
+        window("s", "window://s/d"),  # nothing declared: 0
+    ]
+    assert uris(organize_desktop(windows, None, [])) == [
+        "window://s/c", "window://s/b?priority=50", "window://s/a", "window://s/d",
+    ]  # fmt: skip
+
+
+def test_declared_metadata_wins_over_the_query():
+    windows = [
+        Window(server="s", uri="window://s/a?priority=90", contents=[text("window://s/a", "a")], priority=0.1),
+        Window(server="s", uri="window://s/b?fullscreen=true", contents=[text("window://s/b", "b")], fullscreen=False),
+        window("s", "window://s/c?priority=20"),
+    ]
+    assert uris(organize_desktop(windows, None, [])) == [
+        "window://s/c?priority=20", "window://s/a?priority=90", "window://s/b?fullscreen=true",
+    ]  # fmt: skip
+
+
+def test_declared_fullscreen_shows_the_first_such_window_of_its_server_alone():
+    windows = [
+        Window(server="s", uri="window://s/a", contents=[text("window://s/a", "a")], priority=1.0),
+        Window(server="s", uri="window://s/b", contents=[text("window://s/b", "b")], fullscreen=True),
+        Window(server="s", uri="window://s/c", contents=[text("window://s/c", "c")], fullscreen=True),
+        Window(server="t", uri="window://t/d", contents=[text("window://t/d", "d")]),
+    ]
+    assert uris(organize_desktop(windows, None, [])) == ["window://s/b", "window://t/d"]
