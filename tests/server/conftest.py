@@ -6,6 +6,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from smcp_sync.protocol import extensions
 from smcp_sync.server import SMCPServer
 
 from .peers import Peer
@@ -49,9 +50,12 @@ def peer_factory(server) -> Iterator[Callable[..., Peer]]:
 
 @pytest.fixture
 def office(peer_factory) -> Callable[..., Peer]:
-    """`office(role, name, office_id)`: a connected peer that has joined."""
+    """`office(role, name, office_id)`: a connected peer that has joined. A computer plays
+    ours: it announces the smcp_sync extensions (`protocol.extensions`)."""
 
     def joined(role: str, name: str, office_id: str = "office-1", **options: Any) -> Peer:
+        if role == "computer":
+            options.setdefault("query", f"?{extensions.QUERY_KEY}={extensions.query_value()}")
         peer = peer_factory(**options)
         assert peer.join(role, name, office_id) == (True, None)
         return peer
