@@ -150,12 +150,18 @@ def test_their_clients_with_a_wrong_key_are_refused(official_peer, our_server):
 
 def test_our_agent_calls_their_computer_through_our_server(official_peer, our_server, spawn):
     peer = official_peer
-    spawn(start_official_computer(peer.python, our_server.url, "o-mix", "c-mix", echo_mcp_config(peer.python), auth_via="auth"))
+    computer = spawn(
+        start_official_computer(peer.python, our_server.url, "o-mix", "c-mix", echo_mcp_config(peer.python), auth_via="auth")
+    )
     with joined_agent("a-mix", our_server.url, "o-mix", timeout=10, auth={"api_key": KEY}) as agent:
         assert peer.tool("echo", "echo") in {tool.name for tool in agent.get_tools("c-mix", timeout=20)}
         assert agent.call_tool("c-mix", peer.tool("echo", "echo"), {"text": "mixed"}, timeout=20).text == "mixed"
         timed_out = agent.call_tool("c-mix", peer.tool("echo", "slow"), {"seconds": 5}, timeout=1)
         assert timed_out.is_error and "timed out" in timed_out.text  # their Computer's own answer
+        long_call = agent.submit_tool_call("c-mix", peer.tool("echo", "slow"), {"seconds": 30}, timeout=20 if peer.handshake else 3)
+        computer.wait_for({"event": "recv", "name": "client:tool_call", "data": {"req_id": long_call.req_id}}, 20)
+        agent.cancel_tool_call(long_call.req_id)
+        assert long_call.result(timeout=30).is_error  # 0.4.2: cancelled; 0.1.6 ignores the notice: its timeout
         assert agent.get_desktop("c-mix", timeout=20) == DESKTOP
         assert set(agent.get_config("c-mix", timeout=20).servers) == {"echo"}
         if peer.handshake:
