@@ -10,6 +10,12 @@ Decisions (DESIGN §2, §3, §7):
 
 * websocket transport only, `handle_sigint=False` (Ctrl-C / a Jupyter interrupt must not
   disconnect every client).
+* The connect URL declares our protocol version (`a2c_version`) and the smcp_sync
+  extension requests this client handles; a Server that refuses the version (HTTP 400,
+  `protocol.versioning`) gets a typed error and is never retried, also when the refusal
+  comes while reconnecting. What the Server advertises in its Engine.IO open packet is
+  kept (`max_message_length`, `peer_extensions`). Extra HTTP headers may be sent
+  (`headers`: e.g. the key for an official 0.1.x Server).
 * Reconnection is python-socketio's own, configured by `ReconnectPolicy` (on by default:
   first retry after ~0.5 s, doubling up to 5 s, retried until `close()`). It only happens
   after a transport drop; a server-initiated disconnect is final (library behaviour).

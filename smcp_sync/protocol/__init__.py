@@ -23,8 +23,10 @@ from .errors import (
     ToolTimeoutError,
     VersionMismatchError,
 )
+from .extensions import ExtensionNotSupportedError
 from .models import *  # noqa: F403
 from .models import __all__ as _models_all
+from .versioning import PROTOCOL_VERSION
 
 __all__ = [
     "events",
@@ -50,5 +52,7 @@ __all__ = [
     "ToolError",
     "ToolTimeoutError",
     "VersionMismatchError",
+    "ExtensionNotSupportedError",
+    "PROTOCOL_VERSION",
     *_models_all,
 ]
