@@ -85,7 +85,8 @@ def requirements(version: str) -> tuple[str, ...]:
     return (f"a2c-smcp[{_EXTRAS[version]}]=={version}", *_SYNC_TRANSPORT)
 
 
-_MIN_PYTHON = (3, 11)
+# Each version's Requires-Python lower bound (both declare '>=3.11,<4.0').
+_MIN_PYTHON = {CURRENT: (3, 11), LEGACY: (3, 11)}
 _MARKER = "smcp-official-sdk.json"
 _VENV_TIMEOUT = 300
 _PIP_TIMEOUT = 900
@@ -174,8 +175,8 @@ def _python_version(executable: str) -> tuple[int, int] | None:
     return major, minor
 
 
-def _candidate_interpreters() -> list[str]:
-    """3.11+ interpreters able to make a venv, best first, without duplicates."""
+def _candidate_interpreters(minimum: tuple[int, int]) -> list[str]:
+    """Interpreters of at least ``minimum`` able to make a venv, best first, without duplicates."""
     raw: list[str] = []
     if os.environ.get("SMCP_OFFICIAL_SDK_BASE_PYTHON"):
         raw.append(os.environ["SMCP_OFFICIAL_SDK_BASE_PYTHON"])
@@ -196,7 +197,7 @@ def _candidate_interpreters() -> list[str]:
             continue
         seen.add(key)
         version = _python_version(exe)
-        if version is not None and version >= _MIN_PYTHON:
+        if version is not None and version >= minimum:
             result.append(exe)
     return result
 
@@ -245,11 +246,12 @@ def official_sdk_python(version: str) -> Path:
         try:
             if _is_usable(path, version):  # another process built it while we waited
                 return _venv_python(path)
-            candidates = _candidate_interpreters()
+            minimum = ".".join(map(str, _MIN_PYTHON[version]))
+            candidates = _candidate_interpreters(_MIN_PYTHON[version])
             if not candidates:
                 raise OfficialVenvError(
-                    f"a2c-smcp {version} needs Python >= 3.11 and none was found; "
-                    "set SMCP_OFFICIAL_SDK_BASE_PYTHON to a 3.11+ interpreter"
+                    f"a2c-smcp {version} needs Python >= {minimum} and none was found; "
+                    f"set SMCP_OFFICIAL_SDK_BASE_PYTHON to a {minimum}+ interpreter"
                 )
             errors: list[str] = []
             for base in candidates:
