@@ -49,6 +49,7 @@ def test_official_computer_and_agent_round_trip_through_our_server(official_pyth
             {"op": "tool_call", "computer": "c-int", "tool": "add", "params": {"a": 2, "b": 3}},
             {"op": "get_desktop", "computer": "c-int"},
             {"op": "get_desktop", "computer": "c-int", "size": 1},
+            {"op": "get_config", "computer": "c-int"},
             {"op": "call", "event": "client:get_tools", "data": {"agent": "a-int", "req_id": "x", "computer": "ghost"}},
         ],
     )
@@ -78,6 +79,8 @@ def test_official_computer_and_agent_round_trip_through_our_server(official_pyth
         "window://echo.test/aux?priority=10\n\nthe aux window",
     ]
     assert sized == full[:1]
+    # Our Server routes client:get_config (0.1.6's does not); their Computer answers it.
+    assert set(by_op(results, "get_config")[0]["result"]["servers"]) == {"echo"}
 
     # A refusal reaches the official Agent as the flat error payload, not as a timeout.
     assert by_op(results, "call")[0]["result"]["code"] == 404
