@@ -2,7 +2,8 @@
 version middleware on, and 0.1.6), calling that version's Computer.
 
 Server and Computer run as child processes in that version's virtualenv, once per module
-and version (`tests/interop`); each test joins its own Agent. Our Agent presents the key
+and version (`tests/interop`); each test joins its own Agent. The last test has their
+Computer come, change and go on our Server instead. Our Agent presents the key
 where that Server reads it by default (`OfficialPeer.server_auth`: 0.4.2 ``auth.token``;
 0.1.6's harness Server ``auth.access_token``, as its stock provider refuses every WSGI
 client) and, for 0.4.2, passes its version gate. Wire facts: `tests/interop/WIRE_NOTES.md`
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from typing import Callable
 
 import pytest
 
@@ -26,6 +28,8 @@ from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotifi
 
 from interop.harness import echo_mcp_config, start_official_computer, start_official_server
 from office_parts import joined_agent
+
+from .recorder import Timeline
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -211,3 +215,44 @@ def test_their_version_gate_refuses_our_clients_with_both_versions(official_peer
             with pytest.raises(VersionMismatchError) as refused:
                 computer.connect(server.url, OFFICE, auth=official_peer.server_auth(KEY))
         assert (refused.value.client_version, refused.value.server_version) == ("0.4.0", "0.5.0")
+
+
+def test_our_agent_hears_their_computer_on_our_server(official_peer, server, spawn):
+    """Our Server (no auth), our Agent, their Computer: enter (tools cached), tool list and
+    desktop changes (tools re-fetched), leave (tools dropped)."""
+    peer = official_peer
+    timeline = Timeline()
+    with joined_agent("a-hears", server.url, "o-hears", timeout=10) as agent:
+        for event in (
+            events.ENTER_OFFICE_NOTIFICATION,
+            events.UPDATE_TOOL_LIST_NOTIFICATION,
+            events.UPDATE_DESKTOP_NOTIFICATION,
+            events.LEAVE_OFFICE_NOTIFICATION,
+        ):
+            agent.on(event, lambda notification, event=event: timeline.notified((event, notification)))
+        agent.on_cache_update(timeline.cache_updated)
+
+        def heard(event: str) -> Callable[[list], bool]:
+            return lambda entries: any(e[0] == "notified" and e[1][0] == event for e in entries)
+
+        def fetched_tools(times: int) -> Callable[[list], bool]:
+            return lambda entries: sum(1 for e in entries if e[:2] == ("tools", "c-hears")) >= times
+
+        computer = spawn(
+            start_official_computer(peer.python, server.url, "o-hears", "c-hears", echo_mcp_config(peer.python), auth_via="auth")
+        )
+        entries = timeline.wait(fetched_tools(1), 30)
+        enter = EnterOfficeNotification(office_id="o-hears", computer="c-hears")
+        assert ("notified", (events.ENTER_OFFICE_NOTIFICATION, enter)) in entries
+        assert peer.tool("echo", "echo") in {tool.name for tool in agent.tool_cache.get("c-hears")}
+
+        computer.send({"op": "update_tool_list"})
+        timeline.wait(heard(events.UPDATE_TOOL_LIST_NOTIFICATION), 30)
+        timeline.wait(fetched_tools(2), 30)
+        computer.send({"op": "update_desktop"})
+        timeline.wait(heard(events.UPDATE_DESKTOP_NOTIFICATION), 30)
+
+        computer.stop()
+        leave = LeaveOfficeNotification(office_id="o-hears", computer="c-hears")
+        timeline.wait(lambda entries: ("notified", (events.LEAVE_OFFICE_NOTIFICATION, leave)) in entries, 30)
+        assert "c-hears" not in agent.tool_cache
