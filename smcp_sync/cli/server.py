@@ -57,6 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help=f"seconds to wait for a Computer's answer, tool calls excepted (default: {DEFAULT_REQUEST_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share offices with every Server given the same Redis (redis://host:6379/0); needs smcp_sync[redis]",
+    )
     add_json(parser, 'print the ready line as JSON: {"url": URL}')
     parser.set_defaults(func=run)
 
@@ -72,7 +77,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         auth = None
         print("smcp-sync server: no API key given: every client is accepted", file=sys.stderr)
-    server = SMCPServer(auth=auth, request_timeout=args.request_timeout, require_client_version=args.require_client_version)
+    try:
+        server = SMCPServer(
+            auth=auth,
+            request_timeout=args.request_timeout,
+            require_client_version=args.require_client_version,
+            redis_url=args.redis,
+        )
+    except (RuntimeError, ValueError) as exc:  # no redis client; a URL redis-py cannot read
+        return fail("server", str(exc), EXIT_FAILURE)
     server.serve(args.host, args.port, threads=args.threads, on_ready=lambda url: _ready(url, args.json))
     return EXIT_OK
 

@@ -21,7 +21,7 @@ from .answers import answer_with_error_object, answer_with_join_ack
 from .auth import AuthProvider, as_provider
 from .background_http import BackgroundHTTPServer
 from .broadcasts import Broadcasts
-from .engine import SocketIOServer
+from .engine import SocketIOServer, StoppableRedisManager
 from .gunicorn_runner import GunicornServer
 from .handshake import VersionGate
 from .limits import (
@@ -61,7 +61,8 @@ class SMCPServer:
     accept every client. Clients whose `a2c_version` is incompatible are refused before
     Socket.IO (HTTP 400, code 4008: `handshake`); those that send none (official 0.1.x
     SDKs) are accepted unless `require_client_version` is set. `registry` replaces the
-    in-memory office registry (e.g. one shared by several processes). Other keyword arguments go to `socketio.Server`
+    in-memory office registry; `redis_url` shares offices, emits and acks with every Server
+    process given the same URL (README, Scale-out). Other keyword arguments go to `socketio.Server`
     (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); the threading mode
     with `async_handlers` is fixed.
 
@@ -76,6 +77,7 @@ class SMCPServer:
         auth: AuthProvider | str | None = None,
         *,
         registry: OfficeRegistry | None = None,
+        redis_url: str | None = None,
         request_timeout: float = conventions.DEFAULT_REQUEST_TIMEOUT,
         tool_call_buffer: float = conventions.SERVER_TIMEOUT_BUFFER,
         max_http_buffer_size: int = DEFAULT_MAX_HTTP_BUFFER_SIZE,
@@ -92,6 +94,8 @@ class SMCPServer:
         for key, required in _FIXED_OPTIONS.items():
             if socketio_options.get(key, required) != required:
                 raise ValueError(f"SMCPServer needs {key}={required!r}")
+        if redis_url is not None:
+            registry, socketio_options["client_manager"] = _shared_through_redis(redis_url, registry, socketio_options)
         options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
         #: Bounds on what one client may hold (README, Security); the HTTP ones apply to
         #: `start()` and `serve()`, the others to every way of running.
@@ -109,6 +113,7 @@ class SMCPServer:
         membership = Membership(offices, as_provider(auth), on_session_gone=self.pending.peer_gone)
         broadcasts = Broadcasts(offices)
         router = Router(offices, self.pending, request_timeout, tool_call_buffer)
+        self.registry.attach(membership)
 
         self.sio.on("connect", membership.connect, namespace=NAMESPACE)
         self.sio.on("disconnect", membership.disconnect, namespace=NAMESPACE)
@@ -178,6 +183,15 @@ class SMCPServer:
             stuck = http.join_connections(timeout)
             if stuck:
                 logger.warning("connection threads still running after %.1f s: %s", timeout, stuck)
+        self._leave_cluster()
+
+    def _leave_cluster(self) -> None:
+        """Stop the shared registry's threads and the Redis listener (after the
+        connections are dropped: their sessions leave the shared offices first)."""
+        self.registry.close()
+        manager = self.sio.manager
+        if isinstance(manager, StoppableRedisManager):
+            manager.close()
 
     def drop_connections(self) -> None:
         """Drop every Socket.IO connection now and stop Engine.IO's background threads.
@@ -199,18 +213,32 @@ class SMCPServer:
         """Serve in the foreground under gunicorn (`gthread` worker, one process) until
         Ctrl-C or SIGTERM. Call from the main thread. `on_ready(url)` is called once the
         socket is bound. See `gunicorn_runner` for why gunicorn."""
-        GunicornServer(
-            self.wsgi_app,
-            host=host,
-            port=port,
-            threads=threads,
-            drop_connections=self.drop_connections,
-            request_deadlines=self._request_deadlines(),
-            on_ready=on_ready,
-        ).serve()
+        try:
+            GunicornServer(
+                self.wsgi_app,
+                host=host,
+                port=port,
+                threads=threads,
+                drop_connections=self.drop_connections,
+                request_deadlines=self._request_deadlines(),
+                on_ready=on_ready,
+            ).serve()
+        finally:
+            self._leave_cluster()
 
     def _request_deadlines(self) -> RequestDeadlines:
         return RequestDeadlines(self.limits.header_timeout, self.limits.read_timeout)
+
+
+def _shared_through_redis(url: str, registry: Any, socketio_options: dict[str, Any]) -> tuple[OfficeRegistry, StoppableRedisManager]:
+    """The office registry and the Socket.IO client manager of a node of a scale-out."""
+    if registry is not None or "client_manager" in socketio_options:
+        raise ValueError("redis_url sets the registry and the client_manager; pass neither with it")
+    try:
+        from .redis_registry import RedisRegistry
+    except ImportError as exc:  # the redis client is an optional extra
+        raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
+    return RedisRegistry(url), StoppableRedisManager(url, redis_options={"socket_connect_timeout": 2.0})
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:

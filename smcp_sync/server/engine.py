@@ -398,3 +398,33 @@ class SocketIOServer(socketio.Server):
 _BINARY_PACKET_TYPES = frozenset({str(packet.BINARY_EVENT), str(packet.BINARY_ACK)})
 #: The start of a Socket.IO (BINARY_)EVENT packet: type, attachments, namespace, ack id.
 _EVENT_HEADER = re.compile(r"[25](?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<id>\d{1,15})?")
+
+
+class StoppableRedisManager(socketio.RedisManager):
+    """python-socketio's Redis client manager (emits, rooms and acks across Server
+    processes) whose listener thread ends on `close()`: the stock one loops for the life
+    of the process. Its private generator `_listen` is wrapped to end the thread once
+    closing, with SystemExit: the quiet way out of a thread (python-socketio's loop
+    catches every Exception, and logs an error when the generator returns)."""
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        super().__init__(url, **kwargs)
+        self._closing = threading.Event()
+
+    def _listen(self) -> Any:
+        for message in super()._listen():
+            if self._closing.is_set():
+                raise SystemExit
+            yield message
+
+    def close(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
+        """End the listener: wake it with a message no Server acts on, then join it (if
+        Redis is down it is retrying a connection and ends once it gets one)."""
+        self._closing.set()
+        thread = getattr(self, "thread", None)
+        if thread is None:
+            return
+        self._publish("closing")
+        thread.join(timeout)
+        if thread.is_alive():
+            logger.warning("Redis listener thread still running after %.1f s", timeout)

@@ -33,6 +33,7 @@ from .auth import AuthProvider
 from .handshake import declared_handshake
 from .office_rules import Session
 from .offices import Offices, office_room
+from .registry import RegistryListener
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class SidLocks:
         return self._locks[zlib.crc32(sid.encode()) % len(self._locks)]
 
 
-class Membership:
+class Membership(RegistryListener):
     def __init__(self, offices: Offices, auth: AuthProvider | None, on_session_gone: Callable[[str], Any]) -> None:
         self._offices = offices
         self._registry = offices.registry
@@ -111,6 +112,23 @@ class Membership:
             for m in self._registry.members(req.office_id)
         ]
         return to_wire(ListRoomRet(sessions=sessions, req_id=req.req_id))
+
+    # -- what a registry shared with other Server processes reports ---------------------------
+
+    def session_gone(self, sid: str) -> None:
+        self._on_session_gone(sid)
+
+    def member_purged(self, member: Session) -> None:
+        self._announce_leave(member)
+        self._on_session_gone(member.sid)
+
+    def member_restored(self, member: Session) -> None:
+        assert member.office_id is not None and member.role is not None
+        notice = EnterOfficeNotification(office_id=member.office_id, **{member.role: member.name})
+        self._offices.notify(member.office_id, events.ENTER_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=member.sid)
+
+    def member_refused(self, member: Session) -> None:
+        self._sio.disconnect(member.sid, namespace=NAMESPACE)
 
     def _announce_leave(self, left: Session) -> None:
         assert left.office_id is not None and left.role is not None

@@ -19,8 +19,35 @@ from ..protocol.models import Role
 from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 
 
+class RegistryListener(abc.ABC):
+    """What a registry shared by several Server processes tells this process about
+    sessions of the others (`Membership` implements it)."""
+
+    @abc.abstractmethod
+    def session_gone(self, sid: str) -> None:
+        """A session disconnected, on any process: requests forwarded to it must fail now."""
+
+    @abc.abstractmethod
+    def member_purged(self, member: Session) -> None:
+        """A member of a dead process was removed by this one: announce its leave."""
+
+    @abc.abstractmethod
+    def member_restored(self, member: Session) -> None:
+        """A member of this process was written back after the shared registry lost it."""
+
+    @abc.abstractmethod
+    def member_refused(self, member: Session) -> None:
+        """A member of this process could not be written back (its place was taken)."""
+
+
 class OfficeRegistry(abc.ABC):
     """Sessions (one per connected Socket.IO sid) and the offices they have joined."""
+
+    def attach(self, listener: RegistryListener) -> None:
+        """Start the registry's background work, reporting to `listener` (shared registries)."""
+
+    def close(self) -> None:
+        """Stop what `attach` started."""
 
     @abc.abstractmethod
     def add_session(self, sid: str, handshake: Handshake = Handshake()) -> None:
