@@ -1,0 +1,121 @@
+"""Real parts of a scale-out: a `redis-server` of the test's own on a free port, and
+Server nodes as child processes (`node.py`) sharing it.
+
+Each module starts its own Redis (parallel tox environments never share one) and stops
+it; without a `redis-server` binary the tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import redis
+
+from reliability.parts import free_port
+
+NODE = str(Path(__file__).with_name("node.py"))
+#: Seconds for Redis or a node to come up, or to go away.
+START_TIMEOUT = 20.0
+
+
+class RedisServer:
+    """A `redis-server` without persistence on 127.0.0.1:`port`, restartable on that port."""
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url, socket_timeout=1.0)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.RedisError:
+                if time.monotonic() > deadline or self._process.poll() is not None:
+                    self.stop()
+                    raise RuntimeError(f"redis-server did not start on port {self.port}")
+                time.sleep(0.05)
+            finally:
+                client.close()
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.terminate()
+            process.wait(START_TIMEOUT)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis.from_url(self.url, socket_timeout=5.0, decode_responses=True)
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[RedisServer]:
+    """A started `RedisServer`; the test skips when there is no `redis-server` binary."""
+    binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/local/bin")
+    if binary is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
+    server = RedisServer(binary)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+class Node:
+    """A Server node process (`node.py`) on `redis_url`; `url` is where it serves."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, NODE, redis_url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # bounded: the node prints or dies
+        if not line:
+            self.process.wait(START_TIMEOUT)
+            raise RuntimeError(f"node exited with {self.process.returncode} before serving")
+        self.url: str = json.loads(line)["url"]
+
+    def kill(self) -> None:
+        """SIGKILL: the node ends without a word to Redis or its clients."""
+        self.process.kill()
+        self.process.wait(START_TIMEOUT)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(START_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@contextlib.contextmanager
+def nodes(redis_url: str, count: int) -> Iterator[list[Node]]:
+    """`count` Server nodes sharing `redis_url`, stopped on exit."""
+    started: list[Node] = []
+    try:
+        for _ in range(count):
+            started.append(Node(redis_url))
+        yield started
+    finally:
+        for node in started:
+            node.stop()
