@@ -68,6 +68,7 @@ def test_their_agent_calls_our_tools_and_cancels(official_peer: OfficialPeer, th
             {"op": "tool_call", "computer": "c-ours", "tool": "legacy__legacy_add", "params": {"a": 2, "b": 3}},
             {"op": "tool_call", "computer": "c-ours", "tool": "tools__fail", "params": {"message": "boom"}},
             {"op": "tool_call", "computer": "c-ours", "tool": "nope", "params": {}},
+            {"op": "tool_call", "computer": "c-ours", "tool": "tools__sleep", "params": {"seconds": 5.25}, "timeout": 1},
             {"op": "spawn", "label": "long", "steps": [
                 {"op": "tool_call", "computer": "c-ours", "tool": "tools__sleep", "params": {"seconds": 70.25}, "timeout": 30},
             ]},
@@ -82,11 +83,14 @@ def test_their_agent_calls_our_tools_and_cancels(official_peer: OfficialPeer, th
         assert tools["tools__echo"]["bundle_id"] == "tools"
 
     main = sorted((c for c in by_op(results, "tool_call") if isinstance(c["index"], int)), key=lambda c: c["index"])
-    echo, add, fail, unknown = (call["raw"] for call in main)
+    echo, add, fail, unknown, timed_out = (call["raw"] for call in main)
     assert echo["content"][0]["text"] == "hi" and echo["isError"] is False
     assert add["content"][0]["text"] == "5"  # served by the mcp 1.x server under its alias
     assert fail["isError"] is True and fail["content"][0]["text"] == "boom"
     assert unknown["isError"] is True
+    # Their Agent waits exactly the request's timeout, as long as our Computer: its own wait
+    # ends first, with an error result of its making (README, interop matrix note 9).
+    assert timed_out is None and main[-1]["result"]["isError"] is True
     cancelled = next(c for c in by_op(results, "tool_call") if c["index"] == "long.0")["raw"]
     assert cancelled["isError"] is True and _meta(cancelled)["a2c_cancelled"] is True
 
