@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from smcp_sync.computer import Computer, ConfigError, load_config, load_inputs
-from smcp_sync.protocol import PromptStringInput, SseServerConfig, StdioServerConfig, StreamableHttpServerConfig
+from smcp_sync.protocol import (
+    PromptStringInput,
+    SseServerConfig,
+    StdioServerConfig,
+    StreamableHttpServerConfig,
+    to_wire,
+)
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -96,6 +102,15 @@ def test_servers_may_share_a_display_name_when_their_bundle_ids_differ() -> None
     computer = Computer("c", [{**STDIO, "bundle_id": "files_a"}, {**STDIO, "bundle_id": "files_b"}], input_values={"root": "/", "token": "t"})
     assert list(computer.get_config().servers) == ["files_a", "files_b"]
     assert [s.name for s in computer.get_config().servers.values()] == ["files", "files"]
+    computer.close()
+
+
+def test_get_config_keys_servers_by_bundle_id_and_each_entry_carries_it() -> None:
+    computer = Computer("c", [{**SSE, "name": "My Remote!"}, {**STREAMABLE, "name": "", "bundle_id": "stream"}])
+    wire = to_wire(computer.get_config())["servers"]
+    assert list(wire) == ["My_Remote", "stream"]
+    assert (wire["My_Remote"]["name"], wire["My_Remote"]["bundle_id"]) == ("My Remote!", "My_Remote")
+    assert [s.bundle_id for s in computer.server_statuses()] == ["My_Remote", "stream"]
     computer.close()
 
 
