@@ -93,7 +93,9 @@ def test_an_agent_that_stops_reading_is_dropped_past_its_send_backlog_and_others
         for ack_id in range(2, 42):  # 40 answers of 256 KiB: far past the backlog and the kernel's buffers
             careless.send(f"42{events.NAMESPACE},{ack_id}" + json.dumps([events.TOOL_CALL, _call("a1", "c1")]))
         assert other.call(events.TOOL_CALL, _call("a2", "c2")) == {"content": [], "isError": False}
-        assert closed_by_server(careless, REAPED_WITHIN)
+        # dropped without reading a byte (reading would drain the backlog): its office hears it leave
+        computer.wait_for(events.LEAVE_OFFICE_NOTIFICATION, timeout=60, agent="a1")
+    assert closed_by_server(careless, REAPED_WITHIN)
     assert "max_send_backlog" in caplog.text
     # the careless Agent's place in its office is free, and its Computer answers the next one
     agent = _peer(stack, server.url, "agent", "a3", "o1")
