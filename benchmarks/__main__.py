@@ -5,6 +5,7 @@ From the repository root (the dev virtualenv: smcp_sync installed, plus psutil):
     python -m benchmarks                      # everything: ~7 minutes on 2 cores
     python -m benchmarks --only tool_call,floors
     python -m benchmarks --quick              # tiny counts: checks the script works
+    python -m benchmarks --only scale_out     # opt-in: needs a redis-server binary
     python -m benchmarks --json out.json --markdown out.md
 
 Sections: see `SECTIONS`. The official SDK section builds (once) or reuses its own
@@ -27,7 +28,7 @@ from typing import Any
 
 from tests.interop.venv import LEGACY, official_sdk_python
 
-from . import echo, finder, hostile, loadgen, memory, paths, report, roundtrip
+from . import echo, finder, hostile, loadgen, memory, paths, report, roundtrip, scale_out
 
 log = logging.getLogger("benchmarks")
 
@@ -58,8 +59,11 @@ ROUND_TRIP_PATHS = {
     "floors": ("mcp_direct", "raw_socketio", "local_computer"),
     "tool_call": ("smcp_sync",),
     "official": ("official",),
+    "scale_out": ("redis_same_node", "redis_cross_node"),
 }
 SECTIONS = (*ROUND_TRIP_PATHS, "finder", "storm", "memory", "hostile")
+#: Run without --only: scale_out is left out (it needs a redis-server binary).
+DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section != "scale_out")
 
 
 class Run:
@@ -84,6 +88,8 @@ class Run:
         self.memory_results: dict[str, Any] | None = None
         self.hostile_plan = QUICK_HOSTILE if args.quick else FULL_HOSTILE
         self.hostile_results: dict[str, Any] | None = None
+        self.registry_results: list[dict[str, Any]] | None = None
+        self.quick = args.quick
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
 
@@ -94,6 +100,8 @@ class Run:
             "local_computer": lambda: paths.local_computer(self.echo),
             "smcp_sync": lambda: paths.smcp_sync(self.echo),
             "official": lambda: paths.official(self.echo, self.official_python),
+            "redis_same_node": lambda: scale_out.node_path(self.echo, cross=False),
+            "redis_cross_node": lambda: scale_out.node_path(self.echo, cross=True),
         }
         wanted = [key for section in ROUND_TRIP_PATHS if section in self.sections for key in ROUND_TRIP_PATHS[section]]
         return {key: factories[key] for key in wanted}
@@ -113,6 +121,9 @@ class Run:
     def hostile_section(self) -> None:
         self.hostile_results = hostile.run(self.hostile_plan)
 
+    def registry_section(self) -> None:
+        self.registry_results = scale_out.registry_operations(self.quick)
+
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.echo is not None:
@@ -123,6 +134,8 @@ class Run:
             steps.append(("memory", self.memory_section))
         if "hostile" in self.sections:
             steps.append(("hostile", self.hostile_section))
+        if "scale_out" in self.sections:
+            steps.append(("registry", self.registry_section))
         for name, step in steps:
             log.info("%s ...", name)
             before, started = list(os.getloadavg()), time.monotonic()
@@ -150,6 +163,8 @@ class Run:
             tables.append(report.memory_table(self.memory_results))
         if self.hostile_results is not None:
             tables += report.hostile_tables(self.hostile_results)
+        if self.registry_results is not None:
+            tables.append(report.registry_table(self.registry_results))
         tables.append(report.load_note(self.loads))
         return tables
 
@@ -172,6 +187,7 @@ class Run:
             "finder": self.finder_results,
             "memory": self.memory_results,
             "hostile": {"plan": self.hostile_plan.to_dict(), **(self.hostile_results or {})},
+            "registry": self.registry_results,
             "load": self.loads,
             "failures": self.failures,
         }
@@ -204,7 +220,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--only", type=_names, default=SECTIONS, help=f"comma-separated sections ({','.join(SECTIONS)})"
+        "--only",
+        type=_names,
+        default=DEFAULT_SECTIONS,
+        help=f"comma-separated sections ({','.join(SECTIONS)}; default: all but scale_out)",
     )
     parser.add_argument("--quick", action="store_true", help="tiny counts (smoke test); numbers are meaningless")
     parser.add_argument("--levels", type=_counts, help="concurrent callers per throughput run (default 1,4,16)")

@@ -40,7 +40,7 @@ Outcome = dict[str, Any]
 Measure = Callable[[loadgen.LoadPlan], Outcome]
 
 
-def _measuring(call: Callable[[], Any]) -> Measure:
+def measuring(call: Callable[[], Any]) -> Measure:
     def measure(plan: loadgen.LoadPlan) -> Outcome:
         with CpuWindow() as cpu:
             outcome = loadgen.measure(call, plan)
@@ -49,7 +49,7 @@ def _measuring(call: Callable[[], Any]) -> Measure:
     return measure
 
 
-def _expect_text(result: Any) -> None:
+def expect_text(result: Any) -> None:
     if result.is_error or result.text != TEXT:
         raise RuntimeError(f"unexpected result: is_error={result.is_error} text={result.text!r}")
 
@@ -70,7 +70,7 @@ def smcp_sync(echo: EchoServer) -> Iterator[Measure]:
         with Agent("bench-a", reconnect=ReconnectPolicy(enabled=False)) as agent:
             agent.connect(url, timeout=10)
             agent.join_office(office, timeout=10)
-            yield _measuring(lambda: _expect_text(agent.call_tool("bench-c", "echo", {"text": TEXT}, CALL_TIMEOUT)))
+            yield measuring(lambda: expect_text(agent.call_tool("bench-c", "echo", {"text": TEXT}, CALL_TIMEOUT)))
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ def local_computer(echo: EchoServer) -> Iterator[Measure]:
     from smcp_sync.computer import Computer
 
     with Computer("bench-local", servers=[echo.config()]) as computer:
-        yield _measuring(lambda: _expect_text(computer.call_tool("echo", {"text": TEXT}, CALL_TIMEOUT)))
+        yield measuring(lambda: expect_text(computer.call_tool("echo", {"text": TEXT}, CALL_TIMEOUT)))
 
 
 @contextlib.contextmanager
@@ -98,7 +98,7 @@ def raw_socketio() -> Iterator[Measure]:
         url = peers.start("raw-server")["url"]
         client.connect(url, namespaces=[RAW_NAMESPACE], transports=["websocket"], wait_timeout=10)
         try:
-            yield _measuring(echo)
+            yield measuring(echo)
         finally:
             client.disconnect()
 

@@ -7,8 +7,9 @@ read the Server's RSS and threads without the clients' own.
 
 Roles:
 
-* ``smcp-server``: `SMCPServer().start()` (werkzeug, threading mode) on 127.0.0.1:0,
-  without the per-address cap (every client of a benchmark comes from 127.0.0.1);
+* ``smcp-server [--redis URL]``: `SMCPServer().start()` (werkzeug, threading mode) on
+  127.0.0.1:0, without the per-address cap (every client of a benchmark comes from
+  127.0.0.1); with ``--redis`` a node of a scale-out sharing that Redis;
 * ``smcp-serve --threads N --options JSON``: `SMCPServer(**options).serve()` (gunicorn
   gthread: a master, whose pid the ready line gives, and one worker process);
 * ``raw-server``: a bare python-socketio threading Server on the same werkzeug
@@ -60,7 +61,7 @@ def wait_for_stop() -> None:
 def run_smcp_server(args: argparse.Namespace) -> None:
     from smcp_sync.server import SMCPServer
 
-    server = SMCPServer(max_connections_per_ip=None)
+    server = SMCPServer(max_connections_per_ip=None, redis_url=args.redis)
     url = server.start()
     emit({"event": "ready", "url": url, "pid": os.getpid()})
     wait_for_stop()
@@ -134,7 +135,9 @@ def run_idle_agents(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     roles = parser.add_subparsers(dest="role", required=True)
-    roles.add_parser("smcp-server").set_defaults(run=run_smcp_server)
+    smcp_server = roles.add_parser("smcp-server")
+    smcp_server.set_defaults(run=run_smcp_server)
+    smcp_server.add_argument("--redis", help="share offices through this Redis (a scale-out node)")
     roles.add_parser("raw-server").set_defaults(run=run_raw_server)
     serve = roles.add_parser("smcp-serve")
     serve.set_defaults(run=run_smcp_serve)

@@ -25,6 +25,8 @@ PATH_LABELS = {
     "local_computer": "floor: Computer.call_tool, no Socket.IO",
     "smcp_sync": "smcp_sync: Agent → Server → Computer → MCP",
     "official": "official 0.1.6: Agent → Server → Computer → MCP",
+    "redis_same_node": "scale-out, same node: Agent → node A → Computer → MCP",
+    "redis_cross_node": "scale-out, across nodes: Agent → node A → Redis → node B → Computer → MCP",
 }
 PACKAGES = ("python-socketio", "python-engineio", "simple-websocket", "websocket-client", "werkzeug", "mcp")
 NA = "n/a"
@@ -96,6 +98,13 @@ def ratios_table(rows: list[tuple[str, float | None, str]]) -> Table:
     table = Table("Ratios (paired per round, median)", ["comparison", "ratio", "reading"])
     for row in rows:
         table.add(*row)
+    return table
+
+
+def registry_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table("Scale-out: Redis office registry operations (one thread)", ["operation", "calls", "ops/s", "µs/call"])
+    for row in rows:
+        table.add(row["operation"], row["calls"], row["ops_per_s"], row["us_per_call"])
     return table
 
 

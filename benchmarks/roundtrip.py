@@ -129,6 +129,20 @@ def ratios(outcomes: dict[str, list[Outcome]], levels: Sequence[int]) -> list[tu
             outcomes, pair, lambda o, s, i=index: s["concurrent"][i]["calls_per_s"] / o["concurrent"][i]["calls_per_s"]
         )
         rows.append((f"smcp_sync / official calls/s, {callers} callers", value, "> 1: ours is faster"))
+    scale_out = ("redis_cross_node", "redis_same_node")
+    if all(key in outcomes for key in scale_out):
+        rows.append(
+            ("scale-out p50: across nodes / same node", _paired(outcomes, scale_out, lambda c, s: p50(c) / p50(s)), "the Redis hop")
+        )
+        for index, callers in enumerate(levels):
+            value = _paired(
+                outcomes, scale_out, lambda c, s, i=index: c["concurrent"][i]["calls_per_s"] / s["concurrent"][i]["calls_per_s"]
+            )
+            rows.append((f"scale-out calls/s, {callers} callers: across nodes / same node", value, "< 1: the Redis hop"))
+        no_redis = ("redis_same_node", "smcp_sync")
+        rows.append(
+            ("scale-out same node p50 / one Server p50", _paired(outcomes, no_redis, lambda r, o: p50(r) / p50(o)), "the Redis channel on one node")
+        )
     rows.append(
         (
             "official / smcp_sync CPU per call",

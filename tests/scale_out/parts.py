@@ -2,7 +2,8 @@
 Server nodes as child processes (`node.py`) sharing it.
 
 Each module starts its own Redis (parallel tox environments never share one) and stops
-it; without a `redis-server` binary the tests skip, saying so.
+it; without a `redis-server` binary the tests skip, saying so. The benchmarks use
+`RedisServer` too (this module imports nothing of the test suite).
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Iterator
 
-import pytest
 import redis
-
-from reliability.parts import free_port
 
 NODE = str(Path(__file__).with_name("node.py"))
 #: Seconds for Redis or a node to come up, or to go away.
@@ -31,7 +30,9 @@ class RedisServer:
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
-        self.port = free_port()
+        with socket.socket() as probe:  # a free port, kept for restarts
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -58,15 +59,18 @@ class RedisServer:
             process.terminate()
             process.wait(START_TIMEOUT)
 
-    def client(self) -> redis.Redis:
-        return redis.Redis.from_url(self.url, socket_timeout=5.0, decode_responses=True)
+
+def redis_binary() -> str | None:
+    return shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/local/bin")
 
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[RedisServer]:
     """A started `RedisServer`; the test skips when there is no `redis-server` binary."""
-    binary = shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/local/bin")
+    binary = redis_binary()
     if binary is None:
+        import pytest  # only tests get here
+
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
     server = RedisServer(binary)
     server.start()

@@ -1,0 +1,109 @@
+"""Section ``scale_out`` (opt-in: it needs a `redis-server` binary): what the Redis hop
+of a scale-out costs, and how fast the shared office registry is.
+
+* ``redis_same_node``: Agent → node A → Computer also on node A → MCP echo; two Server
+  processes share a Redis of the benchmark's own (every emit still goes out on
+  python-socketio's Redis channel; the registry finds a local Computer without Redis);
+* ``redis_cross_node``: Agent → node A → Redis → node B → Computer → MCP echo, and the
+  answer back the same way;
+* registry operations per second: `RedisRegistry` calls from one thread against that
+  Redis (a Computer's join + leave, `find` of a member of another node, `members` of an
+  office of two, `find` of a member of this node).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tests.scale_out.parts import RedisServer, redis_binary
+
+from . import paths
+from .echo import EchoServer
+from .processes import Peers
+
+#: Seconds each registry operation is repeated for.
+REGISTRY_SECONDS, QUICK_REGISTRY_SECONDS = 2.0, 0.2
+
+
+def available() -> str | None:
+    """Why the section cannot run here, or None."""
+    return None if redis_binary() is not None else "no redis-server binary (Debian: apt-get install redis-server)"
+
+
+@contextlib.contextmanager
+def redis() -> Iterator[RedisServer]:
+    binary = redis_binary()
+    if binary is None:
+        raise RuntimeError(available())
+    server = RedisServer(binary)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def node_path(echo: EchoServer, cross: bool) -> Iterator[paths.Measure]:
+    """The echo call through two nodes sharing a Redis; the Computer on the Agent's node,
+    or (`cross`) on the other."""
+    from smcp_sync.agent import Agent
+    from smcp_sync.connection import ReconnectPolicy
+
+    office = f"bench-{uuid.uuid4().hex[:8]}"
+    with redis() as shared, Peers() as peers:
+        node_a = peers.start("smcp-server", "--redis", shared.url)["url"]
+        node_b = peers.start("smcp-server", "--redis", shared.url)["url"]
+        peers.computer(node_b if cross else node_a, office, "bench-c", echo.config())
+        with Agent("bench-a", reconnect=ReconnectPolicy(enabled=False)) as agent:
+            agent.connect(node_a, timeout=10)
+            agent.join_office(office, timeout=10)
+            call = lambda: paths.expect_text(agent.call_tool("bench-c", "echo", {"text": paths.TEXT}, paths.CALL_TIMEOUT))  # noqa: E731
+            yield paths.measuring(call)
+
+
+def registry_operations(quick: bool) -> list[dict[str, Any]]:
+    """Operations per second of each registry call (one thread, loopback Redis)."""
+    from smcp_sync.server.office_rules import Handshake
+    from smcp_sync.server.redis_registry import RedisRegistry
+
+    seconds = QUICK_REGISTRY_SECONDS if quick else REGISTRY_SECONDS
+    with redis() as shared:
+        here, there = RedisRegistry(shared.url), RedisRegistry(shared.url)
+        try:
+            for registry, sid in ((here, "agent-sid"), (there, "remote-sid"), (here, "mover-sid")):
+                registry.add_session(sid, Handshake(a2c_version="0.4.0"))
+            here.join("agent-sid", "agent", "a", "bench")
+            there.join("remote-sid", "computer", "far", "bench")
+
+            def join_and_leave() -> None:
+                here.join("mover-sid", "computer", "mover", "other")
+                here.leave("mover-sid", "other")
+
+            operations: list[tuple[str, int, Callable[[], Any]]] = [
+                ("join + leave (a Computer, own office)", 2, join_and_leave),
+                ("find: member of another node (1 round trip)", 1, lambda: here.find("bench", "computer", "far")),
+                ("members: office of 2 (1 round trip)", 1, lambda: here.members("bench")),
+                ("find: member of this node (no round trip)", 1, lambda: here.find("bench", "agent", "a")),
+            ]
+            return [_rate(name, per_call, call, seconds) for name, per_call, call in operations]
+        finally:
+            here.close()
+            there.close()
+
+
+def _rate(name: str, per_call: int, call: Callable[[], Any], seconds: float) -> dict[str, Any]:
+    count, started = 0, time.perf_counter()
+    deadline = started + seconds
+    while True:
+        call()
+        count += 1
+        now = time.perf_counter()
+        if now >= deadline:
+            break
+    elapsed = now - started
+    return {"operation": name, "calls": count, "ops_per_s": count * per_call / elapsed, "us_per_call": elapsed / count * 1e6}
