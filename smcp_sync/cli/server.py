@@ -14,7 +14,18 @@ from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..server import APIKeyAuth, SMCPServer
 from ..server.auth import KEY_FIELDS, KEY_HEADERS
 from ..server.app import DEFAULT_SERVE_THREADS
+from ..server.limits import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_SEND_BACKLOG,
+)
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
+
+
+def count_or_zero(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    return 0 if text.strip() == "0" else positive_count(text)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +68,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help=f"seconds to wait for a Computer's answer, tool calls excepted (default: {DEFAULT_REQUEST_TIMEOUT:g})",
     )
+    limits = parser.add_argument_group("bounds on what one client may hold (README, Security)")
+    limits.add_argument(
+        "--handshake-timeout",
+        type=positive_seconds,
+        default=DEFAULT_HANDSHAKE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds to connect /smcp with a valid key before the connection is cut (default: {DEFAULT_HANDSHAKE_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        type=positive_seconds,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help=f"seconds to send a request line and headers (default: {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    limits.add_argument(
+        "--max-connections-per-ip",
+        type=count_or_zero,
+        default=DEFAULT_MAX_CONNECTIONS_PER_IP,
+        metavar="N",
+        help=f"open connections per client address; 0 = no cap, e.g. behind a proxy (default: {DEFAULT_MAX_CONNECTIONS_PER_IP})",
+    )
+    limits.add_argument(
+        "--max-send-backlog",
+        type=positive_count,
+        default=DEFAULT_MAX_SEND_BACKLOG,
+        metavar="BYTES",
+        help=f"bytes waiting to be sent to one client before it is dropped (default: {DEFAULT_MAX_SEND_BACKLOG})",
+    )
     parser.add_argument(
         "--redis",
         metavar="URL",
@@ -83,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
             request_timeout=args.request_timeout,
             require_client_version=args.require_client_version,
             redis_url=args.redis,
+            handshake_timeout=args.handshake_timeout,
+            header_timeout=args.header_timeout,
+            max_connections_per_ip=args.max_connections_per_ip or None,
+            max_send_backlog=args.max_send_backlog,
         )
     except (RuntimeError, ValueError) as exc:  # no redis client; a URL redis-py cannot read
         return fail("server", str(exc), EXIT_FAILURE)
