@@ -14,10 +14,12 @@ from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 #: 0.1.x's (`access_token`, when its key is put in the auth dict) and ours (`api_key`).
 KEY_FIELDS = ("token", "access_token", "api_key")
 #: The HTTP headers it reads by default: 0.1.x's default (`access_token`) and
-#: `Authorization: Bearer KEY`. WSGI servers drop header names with an underscore
-#: (werkzeug always, gunicorn unless ``header_map="dangerous"``), so `access_token` arrives
-#: only through those that keep it (README, Auth).
+#: `Authorization: Bearer KEY`.
 KEY_HEADERS = ("access_token", "authorization")
+#: Key headers whose names have an underscore. The WSGI servers `SMCPServer` runs pass
+#: them to the app (werkzeug and gunicorn drop such names by default, which locked out
+#: the official 0.1.x clients' default auth); see `background_http` and `gunicorn_runner`.
+UNDERSCORE_KEY_HEADERS = ("access_token",)
 
 _BEARER = "bearer "
 

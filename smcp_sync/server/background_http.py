@@ -17,6 +17,7 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
+from .auth import UNDERSCORE_KEY_HEADERS
 from .limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_READ_TIMEOUT
 from .request_deadlines import RequestDeadlines, shutdown_socket
 
@@ -43,6 +44,18 @@ class _RequestHandler(WSGIRequestHandler):
     def run_wsgi(self) -> None:
         self.server.request_deadlines.head_read(self.connection, self._head_deadline)
         super().run_wsgi()
+
+    def make_environ(self) -> dict[str, Any]:
+        """werkzeug's, keeping the key headers it drops for the underscore in their names
+        (`access_token`, the official 0.1.x clients' default auth). Only where no dashed
+        header (`access-token`) gave that WSGI name already: nothing is merged."""
+        environ = super().make_environ()
+        for name in UNDERSCORE_KEY_HEADERS:
+            value = self.headers.get(name)
+            key = "HTTP_" + name.upper()
+            if value is not None and key not in environ:
+                environ[key] = value
+        return environ
 
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         # Engine.IO ends a websocket by raising ConnectionError (its werkzeug mode). Close

@@ -59,6 +59,14 @@ class GunicornServer(BaseApplication):
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
             # embedded server should create no files and no extra management interface.
             "control_socket_disable": True,
+            # gunicorn drops header names with an underscore by default, and with them the
+            # key of official 0.1.x clients (`access_token`, `auth.UNDERSCORE_KEY_HEADERS`).
+            # "dangerous" maps `a_b` like `a-b`; what it guards against is an app trusting a
+            # proxy-set header that a client shadows. The only app served here is the
+            # Socket.IO Server: its limits use REMOTE_ADDR, and the one forwarded header it
+            # reads (X-Forwarded-Host/Proto, for the same-origin CORS default) is one a
+            # browser page cannot set, so a shadowed one opens nothing.
+            "header_map": "dangerous",
         }
         super().__init__()
 

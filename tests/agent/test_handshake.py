@@ -83,12 +83,15 @@ def test_our_agent_presents_its_key_in_the_auth_dict_or_a_header(no_leaks, optio
         assert agent.office_id == "o1"
 
 
-def test_werkzeug_drops_the_underscore_header_of_official_01x_clients(no_leaks):
-    """Measured fact for the README: an `access_token` header never reaches a WSGI app
-    behind werkzeug (gunicorn drops it too by default)."""
-    with serving(auth=KEY) as server, Agent("a1", headers={"access_token": KEY}) as agent:
-        with pytest.raises(AuthError):
-            agent.connect(server.url, timeout=TIMEOUT)
+def test_the_underscore_header_of_official_01x_clients_reaches_the_server(no_leaks):
+    """werkzeug drops header names with an underscore; `start()` keeps `access_token`, the
+    official 0.1.x clients' default auth (and a wrong key there is still refused)."""
+    with serving(auth=KEY) as server:
+        with joined_agent("a1", server.url, "o1", timeout=TIMEOUT, headers={"access_token": KEY}) as agent:
+            assert agent.office_id == "o1"
+        with Agent("a2", headers={"access_token": KEY + "!"}) as agent:
+            with pytest.raises(AuthError):
+                agent.connect(server.url, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize(

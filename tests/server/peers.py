@@ -18,14 +18,24 @@ CALL_TIMEOUT = 5.0
 
 
 class Peer:
-    def __init__(self, url: str, *, auth: Any = None, transports: tuple[str, ...] = ("websocket",), query: str = "") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        auth: Any = None,
+        transports: tuple[str, ...] = ("websocket",),
+        query: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         """`query` is added to the connect URL (e.g. a Computer's extension announcement)."""
         self.client = socketio.Client(handle_sigint=False, reconnection=False)
         self._cond = threading.Condition()
         self.notices: list[tuple[str, Any]] = []
         for event in NOTIFY_EVENTS:
             self.client.on(event, self._recorder(event), namespace=NAMESPACE)
-        self.client.connect(url + query, namespaces=[NAMESPACE], auth=auth, transports=list(transports), wait_timeout=5)
+        self.client.connect(
+            url + query, namespaces=[NAMESPACE], auth=auth, headers=headers or {}, transports=list(transports), wait_timeout=5
+        )
 
     @property
     def sid(self) -> str:

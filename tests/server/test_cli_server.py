@@ -103,6 +103,21 @@ def test_api_key_can_come_from_the_environment_and_a_custom_field(server_process
     assert server.stop(signal.SIGTERM)[0] == 0
 
 
+@pytest.mark.parametrize("transports", [("polling", "websocket"), ("websocket",)])
+def test_the_underscore_key_header_of_official_01x_clients_is_read(server_process, transports):
+    """gunicorn drops header names with an underscore by default; `serve()` keeps them, so
+    the `access_token` header (official 0.1.x clients' default auth) authenticates."""
+    server = server_process("--port", "0", "--api-key", KEY)
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        Peer(server.url, headers={"access_token": "wrong"}, transports=transports)
+    peer = Peer(server.url, headers={"access_token": KEY}, transports=transports)
+    try:
+        assert peer.join("agent", "a1", "o1") == (True, None)
+    finally:
+        peer.close()
+    assert server.stop(signal.SIGTERM)[0] == 0
+
+
 @pytest.mark.parametrize("args", [["--threads", "0"], ["--request-timeout", "0"], ["--port", "70000"]])
 def test_bad_arguments_exit_2(args, capsys):
     assert main(["server", *args]) == 2

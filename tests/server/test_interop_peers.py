@@ -42,21 +42,7 @@ def our_server(official_peer, server_factory):
     return server_factory(auth=KEY)
 
 
-@pytest.fixture
-def default_auth(official_peer, request) -> None:
-    """Their clients present the key their SDK's default way; with 0.1.6 that cannot work."""
-    if not official_peer.handshake:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="0.1.6's default auth is the HTTP header access_token, which werkzeug (under "
-                "SMCPServer.start) drops for the underscore in its name; 0.1.6 clients reach our "
-                "Server with the key in the auth dict (tests/server/test_interop_official.py)",
-            )
-        )
-
-
-def test_their_computer_and_agent_with_their_default_auth_through_our_server(official_peer, default_auth, our_server, spawn):
+def test_their_computer_and_agent_with_their_default_auth_through_our_server(official_peer, our_server, spawn):
     peer = official_peer
     echo = peer.tool("echo", "echo")
     computer = spawn(
@@ -103,7 +89,7 @@ def test_their_computer_and_agent_with_their_default_auth_through_our_server(off
     assert [m.name for m in our_server.registry.members("o-sdk")] == ["c-sdk"]
 
 
-def test_their_agent_sees_their_computer_come_update_and_go(official_peer, default_auth, our_server, spawn):
+def test_their_agent_sees_their_computer_come_update_and_go(official_peer, our_server, spawn):
     peer = official_peer
     agent = spawn(
         start_official_agent(
