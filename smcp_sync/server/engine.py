@@ -45,9 +45,8 @@ class StoppableEngineIO(engineio.Server):
     driver table `_async`, whose `websocket` entry is replaced (for this instance only) by
     `_CuttableWebSocket`, a subclass of the threading driver's `SimpleWebSocketWSGI`
     (`engineio.async_drivers._websocket_wsgi`): engineio keeps a websocket's TCP socket
-    nowhere we can reach,
-    and closing an Engine.IO socket leaves the thread reading it blocked until the client
-    sends something (a hostile or vanished client never does).
+    nowhere we can reach, and closing an Engine.IO socket leaves the thread reading it
+    blocked until the client sends something (a hostile or vanished client never does).
     """
 
     def __init__(self, *args: Any, max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG, **kwargs: Any) -> None:
@@ -175,7 +174,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
 
     def __call__(self, environ: dict, start_response: Any) -> Any:
         key = next((k for k in _RAW_SOCKET_KEYS if k in environ), None)
-        if key is None:  # mounted in a server we do not run: engineio as it is
+        if key is None:  # a WSGI server that hands out no raw socket: engineio as it is
             return super().__call__(environ, start_response)
         eio_sid = self.app.__self__.sid  # the handler is the Engine.IO socket's bound method
         self._raw = environ[key]
