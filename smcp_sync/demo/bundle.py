@@ -24,7 +24,7 @@ def bundled_servers(documents: Path) -> list[StdioServerConfig]:
         _module_server(
             "documents", "documents_server", "--root", str(documents), "--poll-interval", str(DOCUMENTS_POLL_INTERVAL)
         ),
-        _module_server("windows", "window_server"),
+        _module_server("windows", "window_server", "--metadata", "annotations"),
     ]
 
 

@@ -39,7 +39,8 @@ def test_the_walkthrough_shows_every_step_and_leaves_nothing_behind(capsys: pyte
     assert "demo-computer offers 5 tools:" in out
     assert 'calculate {"expression": "(1260 + 1305 + 1615) / 3"}\n  → 1393.33333333\n' in out
     assert "  → tool error: Error executing tool calculate: division by zero" in out
-    assert "window://com.example.desktop/monitor?priority=20&fullscreen=true" in out
+    assert "window://com.example.desktop/monitor\n" in out  # its layout declared in annotations / _meta
+    assert "?priority=" not in out
     assert "5 documents, most recently modified first:" in out
     assert "Design note: the synchronous bridge to async MCP sessions  (md, 5 pages)" in out
     for level in ("Level 1  dpe://com.example.docs/", "Level 2  dpe://com.example.docs/", "Level 3  dpe://"):

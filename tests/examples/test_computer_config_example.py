@@ -119,7 +119,7 @@ def test_serves_the_configured_servers_with_resolved_inputs_until_ctrl_c(office,
         servers = mcp_server_processes(script)
         assert sorted(servers) == ["documents_server", "tools_server", "window_server"]
         assert servers["tools_server"].cmdline()[3:] == ["--root", "smcp_sync/demo/documents"]  # promptString default
-        assert servers["window_server"].cmdline()[3:] == ["--fullscreen", "browser"]  # pickString, --input
+        assert servers["window_server"].cmdline()[3:] == ["--metadata", "annotations", "--fullscreen", "browser"]  # pickString, --input
         assert servers["documents_server"].environ()["DOCS_ACCESS_TOKEN"] == TOKEN  # password, environment
 
         # ... and what agents see of it: placeholders, never the secret.

@@ -2,11 +2,14 @@
 
     python -m smcp_sync.demo.servers.window_server [--interval 2] [--host-id com.example.desktop]
                                                    [--fullscreen monitor|browser|editor|terminal|none]
+                                                   [--metadata query|annotations]
 
 What it offers (spec/desktop.md, "MCP Server 实现指南"):
 
 * capabilities ``resources.subscribe`` and ``resources.listChanged``;
-* four windows, each ``text/plain``, with ``priority`` in the URI query:
+* four windows, each ``text/plain``, with ``priority`` in the URI query (the older form
+  real window servers use, the default) or, with ``--metadata annotations``, as
+  ``annotations.priority`` / 100 of a query-less URI (spec-0.3/desktop.md):
 
   ============  ========  ===================================================
   window        priority  content
@@ -17,8 +20,9 @@ What it offers (spec/desktop.md, "MCP Server 实现指南"):
   ``monitor``   20        a system monitor that changes every ``--interval``
   ============  ========  ===================================================
 
-* one window (``--fullscreen``, default ``monitor``) also carries ``fullscreen=true``,
-  so a Desktop shows only it for this server; ``--fullscreen none`` shows them all by
+* one window (``--fullscreen``, default ``monitor``) also carries ``fullscreen=true``
+  (``_meta.fullscreen`` with ``--metadata annotations``), so a Desktop shows only it for
+  this server; ``--fullscreen none`` shows them all by
   priority. The live window is the default fullscreen one so that what the Desktop
   shows is what keeps changing.
 * every ``--interval`` seconds the monitor's content changes (its tick count and clock)
@@ -93,18 +97,23 @@ WINDOWS = (
 LIVE_WINDOW = "monitor"
 
 
-def window_uri(host: str, window: Window, fullscreen: bool) -> str:
-    """``window://{host}/{name}?priority=P`` (+ ``&fullscreen=true``): the window's identity."""
+def window_uri(host: str, window: Window, fullscreen: bool, in_query: bool = True) -> str:
+    """``window://{host}/{name}?priority=P`` (+ ``&fullscreen=true``), or without the query
+    when the layout is declared in the listing: the window's identity."""
+    if not in_query:
+        return WindowURI(host=host, path=(window.name,)).build()
     return WindowURI(host=host, path=(window.name,), priority=window.priority, fullscreen=fullscreen or None).build()
 
 
 class WindowServer(NotifyingServer):
-    def __init__(self, host: str, fullscreen: str | None) -> None:
+    def __init__(self, host: str, fullscreen: str | None, metadata: str = "query") -> None:
         super().__init__(
             "windows", version=__version__, on_list_resources=self._list_resources, on_read_resource=self._read_resource
         )
         self.tick = 0
-        self.uris = {w.name: window_uri(host, w, w.name == fullscreen) for w in WINDOWS}
+        self.fullscreen = fullscreen
+        self.annotated = metadata == "annotations"
+        self.uris = {w.name: window_uri(host, w, w.name == fullscreen, not self.annotated) for w in WINDOWS}
 
     async def tick_forever(self, interval: float) -> None:
         """Change the live window every `interval` seconds and tell its subscribers."""
@@ -125,9 +134,23 @@ class WindowServer(NotifyingServer):
 
     async def _list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         resources = [
-            types.Resource(uri=self.uris[w.name], name=w.name, title=w.title, mime_type="text/plain") for w in WINDOWS
+            types.Resource(
+                uri=self.uris[w.name], name=w.name, title=w.title, mime_type="text/plain", **self._layout(w)
+            )
+            for w in WINDOWS
         ]
         return types.ListResourcesResult(resources=resources)
+
+    def _layout(self, window: Window) -> dict[str, Any]:
+        """The window's layout as the listing declares it (nothing in the query form)."""
+        if not self.annotated:
+            return {}
+        layout: dict[str, Any] = {
+            "annotations": types.Annotations(priority=window.priority / 100, audience=["assistant"])
+        }
+        if window.name == self.fullscreen:
+            layout["meta"] = {"fullscreen": True}
+        return layout
 
     async def _read_resource(self, ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         window = self._window(params.uri)
@@ -142,6 +165,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between two monitor updates")
     parser.add_argument("--host-id", default="com.example.desktop", help="window:// host of the URIs")
     parser.add_argument("--fullscreen", choices=[w.name for w in WINDOWS] + ["none"], default=LIVE_WINDOW)
+    parser.add_argument(
+        "--metadata",
+        choices=["query", "annotations"],
+        default="query",
+        help="where priority and fullscreen go: the URI query (older form) or annotations / _meta",
+    )
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be positive")
@@ -150,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     except SMCPError as exc:
         parser.error(f"--host-id: {exc.message}")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s: %(levelname)s: %(message)s")
-    server = WindowServer(args.host_id, None if args.fullscreen == "none" else args.fullscreen)
+    server = WindowServer(args.host_id, None if args.fullscreen == "none" else args.fullscreen, args.metadata)
     run_stdio(server, lambda: server.tick_forever(args.interval))
 
 
