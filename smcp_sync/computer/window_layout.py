@@ -41,23 +41,24 @@ class WindowLayouts:
     def __call__(self, server: str, resource: Resource) -> WindowLayout:
         annotations = resource.annotations
         priority = annotations.priority if annotations is not None else None
+        uri = resource.uri
         if priority is not None and not 0.0 <= priority <= 1.0:
-            self._warn(server, "priority", "annotations.priority %r of %s is not in [0, 1]; 0 is used", priority, resource.uri)
+            self._warn(server, "priority", "annotations.priority %r of %s is not in [0, 1]; 0 is used", priority, uri)
             priority = 0.0
         fullscreen = (resource.meta or {}).get("fullscreen")
         if fullscreen is not None and not isinstance(fullscreen, bool):
-            self._warn(server, "fullscreen", "_meta.fullscreen %r of %s is no bool; false is used", fullscreen, resource.uri)
+            self._warn(server, "fullscreen", "_meta.fullscreen %r of %s is no bool; false is used", fullscreen, uri)
             fullscreen = False
         audience = annotations.audience if annotations is not None else None
         if audience is not None and "assistant" not in audience:
-            self._warn(server, "audience", "%s is for %s, not the assistant; shown all the same", resource.uri, audience)
-        if urlsplit(resource.uri).query:
+            self._warn(server, "audience", "%s is for %s, not the assistant; shown all the same", uri, audience)
+        if urlsplit(uri).query:
             self._warn(
                 server,
                 "query",
                 "lists window URIs with a query (e.g. %s): the older form; its priority (0-%d) and fullscreen "
                 "are read where annotations.priority and _meta.fullscreen say nothing",
-                resource.uri,
+                uri,
                 QUERY_PRIORITY_SCALE,
             )
         return WindowLayout(priority=priority, fullscreen=fullscreen)

@@ -63,7 +63,8 @@ def organize_desktop(
 
     Servers come in tool-call-history order (`order_servers`); within a server, windows
     by priority descending (ties keep input order); a server with a fullscreen window
-    shows only its first one (see the module docstring for where both come from). `size` None means no limit, `size <= 0` an empty desktop.
+    shows only its first one (see the module docstring for where both come from).
+    `size` None means no limit, `size <= 0` an empty desktop.
     """
     if size is not None and size <= 0:
         return []
