@@ -38,6 +38,7 @@ NOTIFICATION_MODELS: dict[str, type] = {
     events.UPDATE_TOOL_LIST_NOTIFICATION: UpdateComputerConfigReq,
     events.UPDATE_DESKTOP_NOTIFICATION: UpdateComputerConfigReq,
     events.UPDATE_FINDER_NOTIFICATION: UpdateComputerConfigReq,
+    events.UPDATE_SKILLS_NOTIFICATION: UpdateComputerConfigReq,
     events.CANCEL_TOOL_CALL_NOTIFICATION: AgentCallData,
 }
 assert set(NOTIFICATION_MODELS) == events.NOTIFY_EVENTS

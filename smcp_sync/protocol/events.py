@@ -16,6 +16,9 @@ GET_FINDER = "client:get_finder"
 READ_RESOURCE = "client:read_resource"
 GET_RESOURCES = "client:get_resources"
 COMPLETE = "client:complete"
+# SKILL channel (spec-0.3/skill.md, protocol 0.2.1+)
+GET_SKILLS = "client:get_skills"
+GET_SKILL = "client:get_skill"
 
 # server:* — handled by the Server itself
 JOIN_OFFICE = "server:join_office"
@@ -24,6 +27,7 @@ UPDATE_CONFIG = "server:update_config"
 UPDATE_TOOL_LIST = "server:update_tool_list"
 UPDATE_DESKTOP = "server:update_desktop"
 UPDATE_FINDER = "server:update_finder"
+UPDATE_SKILLS = "server:update_skills"
 CANCEL_TOOL_CALL = "server:tool_call_cancel"
 LIST_ROOM = "server:list_room"
 
@@ -34,10 +38,22 @@ UPDATE_CONFIG_NOTIFICATION = "notify:update_config"
 UPDATE_TOOL_LIST_NOTIFICATION = "notify:update_tool_list"
 UPDATE_DESKTOP_NOTIFICATION = "notify:update_desktop"
 UPDATE_FINDER_NOTIFICATION = "notify:update_finder"
+UPDATE_SKILLS_NOTIFICATION = "notify:update_skills"
 CANCEL_TOOL_CALL_NOTIFICATION = "notify:tool_call_cancel"
 
 CLIENT_EVENTS = frozenset(
-    {TOOL_CALL, GET_CONFIG, GET_TOOLS, GET_DESKTOP, GET_FINDER, READ_RESOURCE, GET_RESOURCES, COMPLETE}
+    {
+        TOOL_CALL,
+        GET_CONFIG,
+        GET_TOOLS,
+        GET_DESKTOP,
+        GET_FINDER,
+        READ_RESOURCE,
+        GET_RESOURCES,
+        COMPLETE,
+        GET_SKILLS,
+        GET_SKILL,
+    }
 )
 SERVER_EVENTS = frozenset(
     {
@@ -47,6 +63,7 @@ SERVER_EVENTS = frozenset(
         UPDATE_TOOL_LIST,
         UPDATE_DESKTOP,
         UPDATE_FINDER,
+        UPDATE_SKILLS,
         CANCEL_TOOL_CALL,
         LIST_ROOM,
     }
@@ -59,6 +76,7 @@ NOTIFY_EVENTS = frozenset(
         UPDATE_TOOL_LIST_NOTIFICATION,
         UPDATE_DESKTOP_NOTIFICATION,
         UPDATE_FINDER_NOTIFICATION,
+        UPDATE_SKILLS_NOTIFICATION,
         CANCEL_TOOL_CALL_NOTIFICATION,
     }
 )
@@ -74,4 +92,5 @@ UPDATE_TO_NOTIFICATION = {
     UPDATE_TOOL_LIST: UPDATE_TOOL_LIST_NOTIFICATION,
     UPDATE_DESKTOP: UPDATE_DESKTOP_NOTIFICATION,
     UPDATE_FINDER: UPDATE_FINDER_NOTIFICATION,
+    UPDATE_SKILLS: UPDATE_SKILLS_NOTIFICATION,
 }

@@ -25,6 +25,8 @@ from ..protocol.models import (
     GetDeskTopReq,
     GetFinderReq,
     GetResourcesReq,
+    GetSkillReq,
+    GetSkillsReq,
     GetToolsReq,
     ReadResourceReq,
     ToolCallReq,
@@ -43,6 +45,8 @@ ROUTED_REQUESTS: dict[str, type] = {
     events.READ_RESOURCE: ReadResourceReq,
     events.GET_RESOURCES: GetResourcesReq,
     events.COMPLETE: CompleteReq,
+    events.GET_SKILLS: GetSkillsReq,
+    events.GET_SKILL: GetSkillReq,
 }
 assert set(ROUTED_REQUESTS) == events.CLIENT_EVENTS
 

@@ -74,6 +74,14 @@ from .room import (
     UpdateMCPConfigNotification,
     UpdateToolListNotification,
 )
+from .skills import (
+    DEFAULT_SKILL_FILE,
+    A2CSkillRef,
+    GetSkillReq,
+    GetSkillRet,
+    GetSkillsReq,
+    GetSkillsRet,
+)
 from .tools import (
     A2C_TOOL_META,
     MCP_TOOL_ANNOTATION,
