@@ -22,6 +22,7 @@ import logging
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
+from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..connection import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -79,6 +80,8 @@ class Computer:
     placeholders get their values; `confirm`: asked before each call of a tool whose
     `auto_apply` is not true (None: no confirmation needed); `update_debounce`: seconds
     of quiet before a Desktop / Finder change is announced (a burst is one announcement).
+    `blob_handle_ttl`: seconds a blob handle (`blobs`, for large tool results and skill
+    files) stays readable.
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class Computer:
         history_size: int = DEFAULT_HISTORY_SIZE,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         update_debounce: float = DEFAULT_DEBOUNCE,
+        blob_handle_ttl: float = DEFAULT_HANDLE_TTL,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -111,6 +115,8 @@ class Computer:
         for server_config in configs:
             self._manager.configure(server_config)
         self._history = ToolCallHistory(history_size)
+        #: The blob handles minted for agents (`smcp_sync.blobs`), read by `client:get_blob`.
+        self.blobs = BlobHandles(blob_handle_ttl)
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
         self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history)

@@ -12,6 +12,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ..blobs import chunk_size, read_chunk
 from ..connection import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire, to_wire
@@ -20,6 +21,7 @@ from ..protocol.models import (
     AgentCallData,
     CompleteReq,
     CompleteRet,
+    GetBlobReq,
     GetComputerConfigReq,
     GetDeskTopReq,
     GetDeskTopRet,
@@ -58,6 +60,7 @@ class SocketSide:
             events.READ_RESOURCE: self._on_read_resource,
             events.GET_RESOURCES: self._on_get_resources,
             events.COMPLETE: self._on_complete,
+            events.GET_BLOB: self._on_get_blob,
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
 
@@ -147,6 +150,25 @@ class SocketSide:
         self._check_addressed(request.computer)
         completion = self._computer.complete(request.ref, request.argument, request.context, request.mcp_server)
         return to_wire(CompleteRet(completion=completion, req_id=request.req_id))
+
+    def _on_get_blob(self, payload: Any) -> Any:
+        request = from_wire(GetBlobReq, payload)
+        self._check_addressed(request.computer)
+        minted = self._computer.blobs.resolve(request.blob_handle, office_id=self.office_id, agent=request.agent)
+        size = chunk_size(request.max_chunk_bytes, self.message_limit)
+        return to_wire(read_chunk(minted, request.chunk_offset, size, request.req_id))
+
+    @property
+    def office_id(self) -> str | None:
+        """The office this Computer is in (None when not connected)."""
+        connection = self._connection
+        return None if connection is None else connection.office_id
+
+    @property
+    def message_limit(self) -> int | None:
+        """The longest message the Server accepts, if it said (`Connection.max_message_length`)."""
+        connection = self._connection
+        return None if connection is None else connection.max_message_length
 
     def _on_cancel(self, payload: Any) -> None:
         request = from_wire(AgentCallData, payload)

@@ -16,6 +16,9 @@ GET_FINDER = "client:get_finder"
 READ_RESOURCE = "client:read_resource"
 GET_RESOURCES = "client:get_resources"
 COMPLETE = "client:complete"
+# Blob transfer (spec-0.3/blob-transfer.md; put_blob from a2c-smcp 0.4.2)
+GET_BLOB = "client:get_blob"
+PUT_BLOB = "client:put_blob"
 # SKILL channel (spec-0.3/skill.md, protocol 0.2.1+)
 GET_SKILLS = "client:get_skills"
 GET_SKILL = "client:get_skill"
@@ -51,6 +54,8 @@ CLIENT_EVENTS = frozenset(
         READ_RESOURCE,
         GET_RESOURCES,
         COMPLETE,
+        GET_BLOB,
+        PUT_BLOB,
         GET_SKILLS,
         GET_SKILL,
     }

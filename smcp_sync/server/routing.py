@@ -21,6 +21,7 @@ from ..protocol.events import NAMESPACE
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from ..protocol.models import (
     CompleteReq,
+    GetBlobReq,
     GetComputerConfigReq,
     GetDeskTopReq,
     GetFinderReq,
@@ -28,6 +29,7 @@ from ..protocol.models import (
     GetSkillReq,
     GetSkillsReq,
     GetToolsReq,
+    PutBlobReq,
     ReadResourceReq,
     ToolCallReq,
 )
@@ -45,6 +47,8 @@ ROUTED_REQUESTS: dict[str, type] = {
     events.READ_RESOURCE: ReadResourceReq,
     events.GET_RESOURCES: GetResourcesReq,
     events.COMPLETE: CompleteReq,
+    events.GET_BLOB: GetBlobReq,
+    events.PUT_BLOB: PutBlobReq,
     events.GET_SKILLS: GetSkillsReq,
     events.GET_SKILL: GetSkillReq,
 }

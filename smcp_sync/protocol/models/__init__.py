@@ -1,5 +1,14 @@
 """attrs models of every A2C-SMCP wire structure (spec/data-structures.md + DESIGN §3)."""
 
+from .blobs import (
+    META_BLOB_HANDLE,
+    META_SHA256,
+    META_TOTAL_SIZE,
+    GetBlobReq,
+    GetBlobRet,
+    PutBlobReq,
+    PutBlobRet,
+)
 from .config import (
     CommandInput,
     GetComputerConfigReq,
