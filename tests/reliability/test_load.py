@@ -76,5 +76,5 @@ def test_10000_calls_none_lost_none_misrouted_every_answer_matches(stack, record
     expected = collections.Counter(COMPUTERS[n % len(COMPUTERS)] for n in range(CALLS))
     ran = {name: computer.tool_call_history() for name, computer in computers.items()}
     assert {name: len(records) for name, records in ran.items()} == dict(expected)
-    assert all(record.tool == f"{name}_echo" and record.ok for name, records in ran.items() for record in records)
+    assert all(record.tool == f"tools__{name}_echo" and record.ok for name, records in ran.items() for record in records)
     assert len({record.req_id for records in ran.values() for record in records}) == CALLS
