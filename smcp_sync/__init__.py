@@ -9,13 +9,22 @@ that only needs the wire models, and pulls in python-socketio or the MCP SDK onl
 
 import importlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 from .protocol import *  # noqa: F403
 from .protocol import __all__ as _protocol_all
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports
+    from .agent import Agent as Agent
+    from .computer import Computer as Computer
+    from .connection import NotConnectedError as NotConnectedError
+    from .connection import ReconnectPolicy as ReconnectPolicy
+    from .server import APIKeyAuth as APIKeyAuth
+    from .server import AuthProvider as AuthProvider
+    from .server import SMCPServer as SMCPServer
 
 _LAZY = {
     "SMCPServer": ".server",

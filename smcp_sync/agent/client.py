@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from concurrent.futures import Future
 from typing import Any, Callable, Mapping
 
 from ..connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_JOIN_TIMEOUT, Connection, NotConnectedError, ReconnectPolicy
@@ -51,7 +50,7 @@ from .notifications import Notifications
 from .refresher import Refresher
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 from .resources import ResourceMethods
-from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCalls
+from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCallFuture, ToolCalls
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +219,7 @@ class Agent(FinderMethods, ResourceMethods):
         tool_name: str,
         params: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
-    ) -> Future:
+    ) -> ToolCallFuture:
         """`call_tool` in the background: a `concurrent.futures.Future` of the
         `CallToolResult`, with the request's id as `future.req_id`."""
         return self._tool_calls.submit(computer, tool_name, params, timeout)

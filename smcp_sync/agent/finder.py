@@ -15,7 +15,7 @@ so the host always gets the format it asked for.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence, TypeVar, Union
+from typing import Any, Callable, Sequence, TypeVar, Union, cast
 
 from ..connection import Connection
 from ..context.dpe_render import render_markdown, render_text
@@ -92,7 +92,7 @@ class FinderMethods:
     ) -> DPEDocument:
         """Level 1: the document's metadata (title, `page_count`, keywords, summary...)."""
         uri = document_uri(document)
-        return self._read_dpe(computer, uri, DPEDocument, "json", timeout)
+        return self._read_json(computer, uri, DPEDocument, timeout)
 
     def read_document_pages(
         self,
@@ -108,7 +108,7 @@ class FinderMethods:
         start = None if offset == 0 else offset
         size = None if limit == DEFAULT_FINDER_LIMIT else limit
         uri = document_uri(document).with_query(depth="pages", offset=start, limit=size)
-        return self._read_dpe(computer, uri, DPEDocument, "json", timeout)
+        return self._read_json(computer, uri, DPEDocument, timeout)
 
     def read_page(
         self,
@@ -139,6 +139,10 @@ class FinderMethods:
         rendering for ``"markdown"`` / ``"text"``. An unknown id raises `FinderError` 4203."""
         uri = document_uri(document).element(element_id).with_query(format=_format(format))
         return self._read_dpe(computer, uri, DPEElementDetail, format, timeout)
+
+    def _read_json(self, computer: str, uri: DPEURI, model: type[T], timeout: float) -> T:
+        """A DPE read in ``format="json"``, which `decode_dpe` always parses to `model`."""
+        return cast(T, self._read_dpe(computer, uri, model, "json", timeout))
 
     def _read_dpe(self, computer: str, uri: DPEURI, model: type[T], format: str, timeout: float) -> T | str:
         text = uri.build()

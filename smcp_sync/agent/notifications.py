@@ -72,7 +72,7 @@ class Notifications:
 
     def _deliver(self, event: str, payload: Any) -> None:
         try:
-            notification = from_wire(NOTIFICATION_MODELS[event], payload)
+            notification: Any = from_wire(NOTIFICATION_MODELS[event], payload)
         except BadRequestError as exc:
             logger.warning("ignored an invalid %s: %s", event, exc.message)
             return

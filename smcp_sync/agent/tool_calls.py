@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Mapping
+from typing import Any
 
 from ..connection import Connection
 from ..protocol import events
@@ -32,13 +33,21 @@ DEFAULT_TOOL_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 DEFAULT_MAX_CONCURRENT_CALLS = 32
 
 
+class ToolCallFuture(Future[CallToolResult]):
+    """A submitted tool call's `Future`; `req_id` is what `cancel_tool_call` takes."""
+
+    def __init__(self, req_id: str) -> None:
+        super().__init__()
+        self.req_id = req_id
+
+
 class ToolCalls:
     def __init__(self, connection: Connection, max_concurrent: int = DEFAULT_MAX_CONCURRENT_CALLS):
         self._connection = connection
         self._max_concurrent = max_concurrent
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._submitted: dict[str, Future] = {}
+        self._submitted: dict[str, ToolCallFuture] = {}
 
     def call(
         self,
@@ -54,7 +63,7 @@ class ToolCalls:
             req_id=req_id or new_req_id(),
             computer=computer,
             tool_name=tool_name,
-            params=dict(params or {}),
+            params=_tool_params(params),
             timeout=_wire_timeout(timeout),
         )
         try:
@@ -75,17 +84,26 @@ class ToolCalls:
         tool_name: str,
         params: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
-    ) -> Future:
+    ) -> ToolCallFuture:
         """Start the call in the background; the `Future` has a `req_id` attribute."""
-        _wire_timeout(timeout)  # refuse a bad timeout here, not inside the Future
-        req_id = new_req_id()
+        _wire_timeout(timeout)  # refuse bad arguments here, not inside the Future
+        _tool_params(params)
+        future = ToolCallFuture(new_req_id())
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self.call(computer, tool_name, params, timeout, req_id=future.req_id))
+            except BaseException as exc:  # handed to whoever waits on the Future
+                future.set_exception(exc)
+
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._max_concurrent, thread_name_prefix=f"smcp-{self._connection.name}-call")
-            future = self._executor.submit(self.call, computer, tool_name, params, timeout, req_id=req_id)
-            future.req_id = req_id
-            self._submitted[req_id] = future
-        future.add_done_callback(lambda done: self._forget(req_id))
+            self._submitted[future.req_id] = future
+            self._executor.submit(run)
+        future.add_done_callback(lambda done: self._forget(future.req_id))
         return future
 
     def cancel(self, req_id: str) -> None:
@@ -104,6 +122,10 @@ class ToolCalls:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            never_started = list(self._submitted.values())
+        for future in never_started:  # their `run` was dropped with the executor's queue
+            future.cancel()
 
     def _forget(self, req_id: str) -> None:
         with self._lock:
@@ -119,3 +141,13 @@ def _wire_timeout(timeout: Any) -> float | int:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     return int(timeout) if float(timeout).is_integer() else float(timeout)
+
+
+def _tool_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The call's arguments as a dict; anything but a mapping with string keys is refused
+    here, naming `params`, rather than failing deep in the request model."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping) or not all(isinstance(key, str) for key in params):
+        raise TypeError(f"params must be a mapping of argument names to values (a dict), not {params!r}")
+    return dict(params)

@@ -8,11 +8,12 @@ threads). Field metadata tells the codec how a field appears on the wire:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
+from typing_extensions import dataclass_transform
 
-wire_model = attrs.frozen(kw_only=True)
+_Model = TypeVar("_Model", bound=type)
 
 
 def field(*, wire: str | None = None, aliases: tuple[str, ...] = (), keep_none: bool = False, **kwargs: Any) -> Any:
@@ -24,6 +25,13 @@ def field(*, wire: str | None = None, aliases: tuple[str, ...] = (), keep_none: 
     if keep_none:
         metadata["keep_none"] = True
     return attrs.field(metadata=metadata, **kwargs)
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(attrs.field, field))
+def wire_model(cls: _Model) -> _Model:
+    """`attrs.frozen(kw_only=True)`, declared so that type checkers see each model's
+    keyword-only constructor (they do not follow a decorator made by a call)."""
+    return attrs.frozen(kw_only=True)(cls)
 
 
 def empty_list() -> Any:

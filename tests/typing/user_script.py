@@ -1,0 +1,26 @@
+"""A user's script, type-checked by test_typing.py with `mypy --strict`: every line
+marked ``# error: CODE`` is a deliberate mistake mypy must report, and nothing else."""
+
+from concurrent.futures import Future
+
+from smcp_sync import Agent, CallToolResult, Computer, SMCPServer
+
+
+def use_agent(agent: Agent) -> str:
+    future = agent.submit_tool_call("computer", "tool", {"a": 1})
+    result: CallToolResult = future.result(timeout=5)
+    as_future: Future[CallToolResult] = future
+    request_id: str = future.req_id
+    count: int = future.result()  # error: assignment
+    agent.connect(8000)  # error: arg-type
+    agent.call_tool("computer", "tool", timeout="soon")  # error: arg-type
+    agent.no_such_method()  # error: attr-defined
+    return request_id + str(result.is_error) + str(as_future.done()) + str(count)
+
+
+def use_computer(computer: Computer) -> int:
+    return computer.tools()  # error: return-value
+
+
+def use_server() -> None:
+    SMCPServer(request_timeout="soon")  # error: arg-type
