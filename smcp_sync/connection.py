@@ -52,6 +52,7 @@ import logging
 import threading
 import time
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 import attrs
 import engineio.exceptions
@@ -82,13 +83,19 @@ DEFAULT_EMIT_TIMEOUT = 10.0
 DEFAULT_CLOSE_TIMEOUT = 5.0
 #: How often `close` sets the abort flag of a reconnect task that is just starting.
 _RECONNECT_ABORT_POLL = 0.02
+#: What `connect` accepts (python-socketio maps http(s) and ws(s) alike to websockets).
+_URL_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 
 Handler = Callable[[Any], Any]
 
 class NotConnectedError(SMCPError, ConnectionError):
     """No usable session: never connected, closed, refused, or lost and not yet back.
 
-    Also a builtin `ConnectionError`, so generic network error handling catches it."""
+    Also a builtin `ConnectionError`, so generic network error handling catches it. Shown
+    without the `[500]` label of the errors a Server answers: nothing answered here."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @attrs.frozen(kw_only=True)
@@ -340,7 +347,9 @@ class Connection:
         """Open the session, declaring in the URL's query our protocol version and the
         smcp_sync extension requests this client has handlers for (`on`). Raises `AuthError` when the Server refuses the
         connection (its message included), `VersionMismatchError` (4008) when it speaks
-        another protocol version, `NotConnectedError` when it cannot be reached."""
+        another protocol version, `NotConnectedError` when it cannot be reached, and
+        `ValueError` for a `url` that is not an http(s) or ws(s) URL."""
+        _require_server_url(url)
         with self._state_changed:
             if self._state != self._DISCONNECTED:
                 raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
@@ -656,6 +665,13 @@ class Connection:
         if message.startswith("["):  # "[code] message", as in join refusals
             return error_from_ack(message)
         return AuthError(f"connection refused by {url}: {message}")
+
+
+def _require_server_url(url: str) -> None:
+    """Refuse what python-socketio would reject with a bare "hostname is invalid"."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in _URL_SCHEMES or not parts.hostname:
+        raise ValueError(f"url must be a Server URL with a scheme, e.g. http://localhost:8000, not {url!r}")
 
 
 def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:

@@ -205,9 +205,21 @@ def test_api_key_goes_in_the_auth_dict_and_a_refusal_is_an_auth_error(no_leaks):
 def test_unreachable_server_fails_fast(no_leaks, unused_port):
     connection = Connection("agent", "a1")
     started = time.monotonic()
-    with pytest.raises(NotConnectedError, match=f"cannot connect to http://127.0.0.1:{unused_port}"):
+    with pytest.raises(NotConnectedError, match=f"cannot connect to http://127.0.0.1:{unused_port}") as failed:
         connection.connect(f"http://127.0.0.1:{unused_port}", timeout=2)
     assert time.monotonic() - started < 2
+    assert str(failed.value).startswith("cannot connect")  # no Server answered: no [500] label
+    connection.close()
+
+
+@pytest.mark.timeout(20)
+def test_a_url_without_scheme_is_refused_naming_what_is_needed_and_connect_may_follow(no_leaks, unused_port):
+    connection = Connection("agent", "a1")
+    for bad in ("localhost:8000", "127.0.0.1", "ftp://example.org"):
+        with pytest.raises(ValueError, match="url must be a Server URL with a scheme, e.g. http://localhost:8000"):
+            connection.connect(bad, timeout=2)
+    with pytest.raises(NotConnectedError):  # not "already connecting": the bad URL changed nothing
+        connection.connect(f"http://127.0.0.1:{unused_port}", timeout=2)
     connection.close()
 
 

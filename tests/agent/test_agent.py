@@ -256,6 +256,16 @@ def test_bad_timeouts_are_refused_before_sending(agent, computer):
 
 
 @pytest.mark.timeout(30)
+def test_params_that_are_not_a_mapping_of_names_are_refused_naming_params(agent, computer):
+    for bad in ([1, 2], "a=1", {1: "x"}):
+        with pytest.raises(TypeError, match="params must be a mapping of argument names"):
+            agent.call_tool("c1", "echo", bad)
+        with pytest.raises(TypeError, match="params must be a mapping"):
+            agent.submit_tool_call("c1", "echo", bad)
+    assert not [e for e, _ in computer.received if e == events.TOOL_CALL]
+
+
+@pytest.mark.timeout(30)
 def test_a_server_timeout_cancels_the_call_at_the_computer(agent, computer):
     started = time.monotonic()
     with pytest.raises(SMCPTimeoutError) as timed_out:

@@ -223,11 +223,11 @@ def test_an_unreachable_server_exits_1(
     closed_url: str, empty_config: str, capsys: pytest.CaptureFixture[str], no_leaks: None
 ) -> None:
     assert main(["agent", "--url", closed_url, "--office", OFFICE, "--timeout", "5", "room"]) == 1
-    assert one_line(capsys) == f"smcp-sync agent: [500] cannot connect to {closed_url}: Connection error"
+    assert one_line(capsys) == f"smcp-sync agent: cannot connect to {closed_url}: Connection error"
 
     computer = ["computer", "--config", empty_config, "--url", closed_url, "--office", OFFICE, "--name", "c"]
     assert main([*computer, "--timeout", "5"]) == 1
-    assert one_line(capsys) == f"smcp-sync computer: [500] cannot connect to {closed_url}: Connection error"
+    assert one_line(capsys) == f"smcp-sync computer: cannot connect to {closed_url}: Connection error"
 
 
 def test_a_refused_join_exits_1(server: str, empty_config: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,7 +268,7 @@ def test_log_level_works_before_or_after_the_command(where: str, closed_url: str
     ]
     assert [run.returncode for run in runs] == [1, 1]
     quiet, loud = (run.stderr.splitlines() for run in runs)
-    assert quiet == [f"smcp-sync agent: [500] cannot connect to {closed_url}: Connection error"]
+    assert quiet == [f"smcp-sync agent: cannot connect to {closed_url}: Connection error"]
     assert loud[-1] == quiet[0]
     assert any(" INFO smcp_sync.connection: agent 'smcp-sync-cli': cannot connect" in line for line in loud)
     assert all(" smcp_sync." in line for line in loud[:-1]), "other libraries' logs stay at WARNING"
