@@ -46,6 +46,7 @@ from ..protocol.models import (
 from .cache import ComputerCache
 from .dispatcher import Dispatcher
 from .finder import FinderMethods
+from .blobs import BlobMethods
 from .notifications import Notifications
 from .refresher import Refresher
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
@@ -67,7 +68,7 @@ _REFETCH_DESKTOP = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_DE
 _REFETCH_FINDER = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_FINDER_NOTIFICATION})
 
 
-class Agent(FinderMethods, ResourceMethods):
+class Agent(FinderMethods, ResourceMethods, BlobMethods):
     """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"token": key}``;
     `client_auth.key_auth(key)` puts it in every field a Server may read), `headers` extra
     HTTP headers for the connect request (e.g. ``{"access_token": key}`` for an official

@@ -19,10 +19,12 @@ and document summaries into the cache in the background), and the Socket.IO clie
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any, Callable, Iterable, Mapping
 
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
+from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
 from ..connection import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -81,7 +83,9 @@ class Computer:
     `auto_apply` is not true (None: no confirmation needed); `update_debounce`: seconds
     of quiet before a Desktop / Finder change is announced (a burst is one announcement).
     `blob_handle_ttl`: seconds a blob handle (`blobs`, for large tool results and skill
-    files) stays readable.
+    files) stays readable. `landing_folder`: where `client:put_blob` uploads land (None:
+    uploads refused with 4019), each at most `upload_max_bytes`, dropped when no chunk
+    came for `upload_idle_timeout` seconds.
     """
 
     def __init__(
@@ -99,6 +103,9 @@ class Computer:
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         update_debounce: float = DEFAULT_DEBOUNCE,
         blob_handle_ttl: float = DEFAULT_HANDLE_TTL,
+        landing_folder: str | os.PathLike[str] | None = None,
+        upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
+        upload_idle_timeout: float = DEFAULT_UPLOAD_IDLE_TIMEOUT,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -117,6 +124,8 @@ class Computer:
         self._history = ToolCallHistory(history_size)
         #: The blob handles minted for agents (`smcp_sync.blobs`), read by `client:get_blob`.
         self.blobs = BlobHandles(blob_handle_ttl)
+        #: Uploads in progress (`client:put_blob`).
+        self.uploads = Uploads(landing_folder, upload_max_bytes, upload_idle_timeout)
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
         self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history)
@@ -167,6 +176,7 @@ class Computer:
         # the calls in flight): the handlers of those calls, waiting on an MCP request, then
         # end at once instead of holding the close up until their requests time out.
         self._socket.close(on_disconnected=self._stop_servers if started else None)
+        self.uploads.close(timeout)
         if started:
             self._events.stop(timeout)
             self._watch.stop(timeout)

@@ -13,6 +13,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..blobs import chunk_size, read_chunk
+from ..blobs.tool_results import spool_oversize
 from ..connection import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire, to_wire
@@ -31,6 +32,7 @@ from ..protocol.models import (
     GetResourcesRet,
     GetToolsReq,
     GetToolsRet,
+    PutBlobReq,
     ReadResourceReq,
     ReadResourceRet,
     ToolCallReq,
@@ -61,6 +63,7 @@ class SocketSide:
             events.GET_RESOURCES: self._on_get_resources,
             events.COMPLETE: self._on_complete,
             events.GET_BLOB: self._on_get_blob,
+            events.PUT_BLOB: self._on_put_blob,
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
 
@@ -109,7 +112,12 @@ class SocketSide:
         if not request.timeout > 0:
             raise BadRequestError(f"timeout must be positive, got {request.timeout!r} @ $.timeout")
         result = self._computer.call_tool(request.tool_name, request.params, request.timeout, req_id=request.req_id)
-        return to_wire(result)
+        office_id = self.office_id
+
+        def mint(source: Any, mime_type: str) -> Any:
+            return self._computer.blobs.mint(source, office_id=office_id, agent=request.agent, mime_type=mime_type)
+
+        return to_wire(spool_oversize(result, mint))
 
     def _on_get_tools(self, payload: Any) -> Any:
         request = from_wire(GetToolsReq, payload)
@@ -157,6 +165,11 @@ class SocketSide:
         minted = self._computer.blobs.resolve(request.blob_handle, office_id=self.office_id, agent=request.agent)
         size = chunk_size(request.max_chunk_bytes, self.message_limit)
         return to_wire(read_chunk(minted, request.chunk_offset, size, request.req_id))
+
+    def _on_put_blob(self, payload: Any) -> Any:
+        request = from_wire(PutBlobReq, payload)
+        self._check_addressed(request.computer)
+        return to_wire(self._computer.uploads.receive(request, self.office_id, request.agent))
 
     @property
     def office_id(self) -> str | None:

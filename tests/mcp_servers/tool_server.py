@@ -38,6 +38,7 @@ Tools (names without prefix):
     remove_tool(name) -> removes a tool added by add_tool, sends the same notification;
                          isError if there is no such added tool
     big(size)         -> a text of exactly `size` characters ("0123456789" repeated)
+    image(size, seed) -> a caption and an image/png of `size` bytes: random.Random(seed).randbytes(size)
     delete_item(item) -> annotations title="Delete item", readOnlyHint=False,
                          destructiveHint=True, idempotentHint=False, openWorldHint=False
     meta_tool()       -> the tool carries _meta {"example.com/origin": "tool_server",
@@ -52,9 +53,11 @@ Note for stdio clients: ``stdio_client`` does not inherit the parent's environme
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import logging
 import os
+import random
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -126,6 +129,10 @@ class ToolServer(Server[Any]):
         self._add("add_tool", self._add_tool, _schema(name="string"), description="Add a tool at runtime.")
         self._add("remove_tool", self._remove_tool, _schema(name="string"), description="Remove an added tool.")
         self._add("big", self._big, _schema(size="integer"), description="Return `size` characters.")
+        self._add(
+            "image", self._image, _schema(size="integer", seed="integer"),
+            description="Return a caption and an image of `size` pseudo-random bytes (`blob_bytes(size, seed)`).",
+        )
         self._add(
             "delete_item", self._delete_item, _schema(item="string"),
             description="Pretend to delete an item (annotated as destructive).",
@@ -208,11 +215,21 @@ class ToolServer(Server[Any]):
         size = int(args["size"])
         return ("0123456789" * (size // 10 + 1))[:size]
 
+    async def _image(self, ctx: Ctx, args: dict[str, Any]) -> types.CallToolResult:
+        data = blob_bytes(int(args["size"]), int(args.get("seed", 0)))
+        image = types.ImageContent(type="image", data=base64.b64encode(data).decode("ascii"), mime_type="image/png")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"{len(data)} bytes"), image])
+
     async def _delete_item(self, ctx: Ctx, args: dict[str, Any]) -> str:
         return f"deleted {args['item']}"
 
     async def _meta_tool(self, ctx: Ctx, args: dict[str, Any]) -> str:
         return "meta ok"
+
+
+def blob_bytes(size: int, seed: int = 0) -> bytes:
+    """The bytes the `image` tool returns (tests compute them too)."""
+    return random.Random(seed).randbytes(size)
 
 
 def make_noise(kb: int) -> None:
