@@ -13,6 +13,7 @@ and `WIRE_NOTES_0.4.2.md`; what cannot interoperate is in the README's interop m
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from typing import Callable
@@ -27,6 +28,7 @@ from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, 
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
 
 from interop.harness import echo_mcp_config, start_official_computer, start_official_server
+from mcp_servers import TOOL_SERVER
 from office_parts import joined_agent
 
 from .recorder import Timeline
@@ -256,3 +258,25 @@ def test_our_agent_hears_their_computer_on_our_server(official_peer, server, spa
         leave = LeaveOfficeNotification(office_id="o-hears", computer="c-hears")
         timeline.wait(lambda entries: ("notified", (events.LEAVE_OFFICE_NOTIFICATION, leave)) in entries, 30)
         assert "c-hears" not in agent.tool_cache
+
+
+def test_our_clients_reach_their_stock_server_with_its_default_auth(official_peer, no_leaks, spawn):
+    """Their async Server as shipped (stock auth provider, uvicorn; 0.4.2 behind its version
+    gate): our Agent and Computer present the key where it reads it, 0.1.6's HTTP header
+    included, and meet their Computer there."""
+    peer = official_peer
+    credentials = peer.stock_credentials(KEY)
+    server = spawn(start_official_server(peer.python, api_key=KEY, asgi=True))
+    spawn(start_official_computer(peer.python, server.url, "o-stock", "c-theirs", echo_mcp_config(peer.python), auth_via="sdk"))
+    with (
+        Computer("c-ours", [{"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]}}]) as ours,
+        Agent("a-stock", reconnect=NO_RECONNECT, **credentials) as agent,
+    ):
+        ours.connect(server.url, "o-stock", **credentials)
+        agent.connect(server.url, timeout=10)
+        agent.join_office("o-stock", timeout=10)
+        assert {s.name for s in agent.list_room(timeout=20)} == {"a-stock", "c-theirs", "c-ours"}
+        assert agent.call_tool("c-theirs", peer.tool("echo", "echo"), {"text": "to theirs"}, timeout=20).text == "to theirs"
+        assert agent.call_tool("c-ours", "tools__echo", {"text": "to ours"}, timeout=20).text == "to ours"
+    accepted = [a for a in server.find_all("auth") if a["ok"]]
+    assert len(accepted) == 3 and not [a for a in server.find_all("auth") if not a["ok"]]

@@ -319,6 +319,12 @@ class OfficialPeer(NamedTuple):
         ``access_token`` werkzeug drops (an underscore in the name)."""
         return "sdk" if self.handshake else "auth"
 
+    def stock_credentials(self, key: str) -> dict[str, dict[str, str]]:
+        """``auth=`` / ``headers=`` for our Agent and Computer that present ``key`` where its
+        stock Server's default provider reads it (0.4+: ``auth.token``; 0.1.x: the HTTP
+        header ``access_token``, which only reaches it under ASGI: ``asgi=True``)."""
+        return {"auth": {"token": key}} if self.handshake else {"headers": {"access_token": key}}
+
     def server_auth(self, key: str) -> dict[str, str]:
         """The Socket.IO auth dict its Server (``official_server.py``) accepts by default."""
         return {"token": key} if self.handshake else {"access_token": key}
@@ -351,11 +357,13 @@ def start_official_server(
     trace: bool = True,
     version_gate: bool = True,
     gate_version: str | None = None,
+    asgi: bool = False,
     timeout: float = 60.0,
 ) -> JsonLineProcess:
     """Start ``official_server.py``; returns once it listens. ``proc.url`` is its base URL.
     ``version_gate=False`` leaves out 0.4.x's version middleware; ``gate_version`` makes it
-    speak another protocol version than the SDK's."""
+    speak another protocol version than the SDK's; ``asgi`` runs its stock async Server under
+    uvicorn with its stock auth (see the script)."""
     argv = [str(python), str(SCRIPTS / "official_server.py"), "--host", host, "--port", "0", "--api-key", api_key]
     if not trace:
         argv.append("--no-trace")
@@ -363,6 +371,8 @@ def start_official_server(
         argv.append("--no-version-gate")
     if gate_version:
         argv += ["--gate-version", gate_version]
+    if asgi:
+        argv.append("--asgi")
     proc = JsonLineProcess(argv, name="official-server", cwd=SCRIPTS)
     try:
         listening = proc.wait_for("listening", timeout)

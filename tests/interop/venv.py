@@ -57,8 +57,10 @@ SDK_VERSIONS: tuple[str, ...] = (CURRENT, LEGACY)
 # - werkzeug + simple-websocket: the SDK's sync Server namespace on a threading
 #   socketio.Server behind werkzeug's threaded WSGI server, with websocket upgrade
 #   (0.4.2's server extra brings werkzeug and uvicorn, not simple-websocket);
+# - uvicorn + websockets: the SDK's stock async Server under ASGI (--asgi), where HTTP
+#   headers such as 0.1.x's access_token reach its auth provider;
 # the Computer's socketio.AsyncClient uses aiohttp, a direct SDK dependency.
-_SYNC_TRANSPORT = ("requests", "websocket-client", "werkzeug", "simple-websocket")
+_TRANSPORT = ("requests", "websocket-client", "werkzeug", "simple-websocket", "uvicorn", "websockets")
 _EXTRAS = {CURRENT: "server,cli", LEGACY: "cli"}
 
 # Imported by the smoke check that decides whether an existing venv is usable.
@@ -73,6 +75,8 @@ _SMOKE_IMPORTS = (
     "websocket",
     "werkzeug.serving",
     "simple_websocket",
+    "uvicorn",
+    "websockets",
     "aiohttp",
 )
 _SMOKE_IMPORTS_BY_VERSION = {CURRENT: ("a2c_smcp.server.middleware",), LEGACY: ()}
@@ -82,7 +86,7 @@ def requirements(version: str) -> tuple[str, ...]:
     """The pip requirements of the venv for SDK ``version`` (one of ``SDK_VERSIONS``)."""
     if version not in _EXTRAS:
         raise ValueError(f"no interop venv for a2c-smcp {version!r}; known: {', '.join(SDK_VERSIONS)}")
-    return (f"a2c-smcp[{_EXTRAS[version]}]=={version}", *_SYNC_TRANSPORT)
+    return (f"a2c-smcp[{_EXTRAS[version]}]=={version}", *_TRANSPORT)
 
 
 # Each version's Requires-Python lower bound (both declare '>=3.11,<4.0').

@@ -3,7 +3,7 @@
 Usage (with an official venv's python)::
 
     python official_server.py [--host 127.0.0.1] [--port 0] [--api-key test-key] [--no-trace]
-        [--no-version-gate] [--gate-version X.Y.Z]
+        [--no-version-gate] [--gate-version X.Y.Z] [--asgi]
 
 Stack: ``a2c_smcp.server.SyncSMCPNamespace`` registered on a python-socketio threading
 ``Server`` (``async_mode="threading"``, default ``async_handlers=True``), wrapped in
@@ -21,6 +21,13 @@ works through simple-websocket). Authentication, by SDK version:
   ``SyncAuthenticationProvider`` that accepts the key from the Socket.IO ``auth`` dict
   (``{"access_token": key}``) or from the HTTP header ``access_token`` (environ
   ``HTTP_ACCESS_TOKEN``).
+
+``--asgi`` runs the SDK's async Server instead, stock: ``SMCPNamespace`` with the SDK's own
+``DefaultAuthenticationProvider(admin_secret=KEY)`` on a ``socketio.AsyncServer`` under uvicorn
+(0.1.x: the key from the HTTP header ``access_token``, which ASGI passes; 0.4.x: from
+``auth.token``, behind ``A2CProtocolVersionASGIMiddleware``). It prints ``listening``, one
+``auth`` line per connect (``header_names`` instead of the WSGI details) and ``stopped``;
+events are not traced.
 
 stdout (one JSON object per line):
 
@@ -55,8 +62,11 @@ def main() -> int:
     parser.add_argument("--no-trace", action="store_true", help="only print listening/auth/stopped")
     parser.add_argument("--no-version-gate", action="store_true", help="0.4.x: leave out the version middleware")
     parser.add_argument("--gate-version", default=None, help="0.4.x: the version the gate speaks (default: the SDK's)")
+    parser.add_argument("--asgi", action="store_true", help="the SDK's stock async Server under uvicorn")
     args = _common.parse_arguments(parser)
     handshake = _common.speaks_handshake()
+    if args.asgi:
+        return serve_asgi(args, handshake)
 
     import logging
 
@@ -167,16 +177,7 @@ def main() -> int:
     port = server.server_port
     thread = threading.Thread(target=server.serve_forever, name="werkzeug", daemon=True)
     thread.start()
-    emit(
-        {
-            "event": "listening",
-            "url": f"http://{args.host}:{port}",
-            "port": port,
-            "pid": os.getpid(),
-            "sdk": ".".join(map(str, _common.sdk_version())),
-            "version_gate": version_gate,
-        }
-    )
+    announce(args.host, port, version_gate)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -190,6 +191,78 @@ def main() -> int:
     stopper = threading.Thread(target=server.shutdown, daemon=True)
     stopper.start()
     stopper.join(3)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def announce(host: str, port: int, version_gate: bool) -> None:
+    emit(
+        {
+            "event": "listening",
+            "url": f"http://{host}:{port}",
+            "port": port,
+            "pid": os.getpid(),
+            "sdk": ".".join(map(str, _common.sdk_version())),
+            "version_gate": version_gate,
+        }
+    )
+
+
+def serve_asgi(args, handshake: bool) -> int:  # noqa: ANN001
+    """The SDK's async Server, stock, under uvicorn on the given port; stops on stdin EOF or SIGTERM."""
+    import asyncio
+    import socket
+
+    import socketio
+    import uvicorn
+
+    from a2c_smcp.server import DefaultAuthenticationProvider, SMCPNamespace
+
+    class ReportedAuth(DefaultAuthenticationProvider):
+        async def authenticate(self, sio, environ, auth, headers):  # noqa: ANN001
+            ok = await super().authenticate(sio, environ, auth, headers)
+            names = sorted({(h[0].decode("latin-1") if isinstance(h[0], bytes) else str(h[0])).lower() for h in headers})
+            query = parse_qs(environ.get("QUERY_STRING", ""))
+            emit(
+                {
+                    "event": "auth",
+                    "ok": bool(ok),
+                    "auth_keys": sorted(auth) if isinstance(auth, dict) else None,
+                    "header_names": names,
+                    "transport": (query.get("transport") or [None])[0],
+                    "a2c_version": (query.get("a2c_version") or [None])[0],
+                }
+            )
+            return ok
+
+    sio = socketio.AsyncServer(async_mode="asgi")
+    sio.register_namespace(SMCPNamespace(ReportedAuth(admin_secret=args.api_key)))
+    app = socketio.ASGIApp(sio)
+    version_gate = handshake and not args.no_version_gate
+    if version_gate:
+        from a2c_smcp.server import A2CProtocolVersionASGIMiddleware
+
+        gate_options = {"server_version": args.gate_version} if args.gate_version else {}
+        app = A2CProtocolVersionASGIMiddleware(app, **gate_options)
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async def run() -> None:
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.05)
+        announce(args.host, sock.getsockname()[1], version_gate)
+        await serving
+
+    _common.start_stdin_watcher(lambda line: None, stop)
+    asyncio.run(run())  # uvicorn turns SIGTERM / SIGINT into should_exit
+    emit({"event": "stopped"})
     sys.stderr.flush()
     os._exit(0)
 
