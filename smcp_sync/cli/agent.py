@@ -9,6 +9,9 @@
         read COMPUTER URI [--mcp-server NAME]
                                             read a resource, e.g. a dpe:// page:
                                             dpe://HOST/DOC/pages/0?format=markdown
+        blob get COMPUTER HANDLE -o FILE    save the bytes behind a blob handle (sha256 checked)
+        blob put COMPUTER FILE [--name N]   upload FILE into the Computer's landing folder
+                                            (both with progress on a terminal: `cli.blob`)
         room                                every session in the office
 
 The Agent joins the office for the duration of the command, so it is refused (4101)
@@ -27,6 +30,7 @@ from ..protocol.codec import to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
+from .blob import add_blob_parser, blob_summary, run_blob
 from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
 
 DEFAULT_NAME = "smcp-sync-cli"
@@ -67,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     read.add_argument("computer")
     read.add_argument("uri")
     read.add_argument("--mcp-server", help="the MCP server to ask (needed unless dpe:// or window://)")
+    add_blob_parser(actions)
     actions.add_parser("room", help="list the sessions in the office")
     parser.set_defaults(func=run)
 
@@ -114,6 +119,8 @@ def _act(agent: Agent, args: argparse.Namespace, params: dict | None) -> Any:
         return agent.get_finder(
             args.computer, args.keywords, args.file_type, args.offset, args.limit, timeout=args.timeout
         )
+    if args.action == "blob":
+        return run_blob(agent, args)
     if args.action == "read":
         return agent.read_resource_contents(args.computer, args.uri, mcp_server=args.mcp_server, timeout=args.timeout)
     return agent.list_room(timeout=args.timeout)
@@ -128,6 +135,8 @@ def _human(action: str, result: Any) -> str:
         return "\n\n".join(result)
     if action == "finder":
         return _catalogue(result)
+    if action == "blob":
+        return blob_summary(result)
     if action == "read":
         return "\n\n".join(_content(content) for content in result)
     shown = [result.text] if result.text else []

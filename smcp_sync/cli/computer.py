@@ -2,6 +2,7 @@
 
     smcp-sync computer --config FILE --url URL --office OFFICE --name NAME
                        [--inputs FILE] [--input ID=VALUE ...] [--api-key KEY]
+                       [--landing-folder DIR]
 
 --config holds the official A2C-SMCP SDK's JSON: one MCP server config, a list of them,
 or {"servers": [...], "inputs": [...]}; --inputs an input definition or a list of them.
@@ -46,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--input", action="append", default=[], metavar="ID=VALUE", help="value of an input (repeatable)"
     )
+    parser.add_argument(
+        "--landing-folder", metavar="DIR", help="where agents' uploads (client:put_blob) land; without it they are refused"
+    )
     add_client_auth(parser)
     add_timeout(parser, 30.0, "seconds for starting and joining")
     add_json(parser, "print the ready line as JSON: computer, office_id, url, tools, servers")
@@ -84,7 +88,11 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
     config = _in_file(args.config, load_config)
     inputs = [*config.inputs, *(_in_file(args.inputs, load_inputs) if args.inputs else ())]
     computer = Computer(
-        args.name, inputs=inputs, input_values=values, input_resolver=_ask_on_terminal if sys.stdin.isatty() else None
+        args.name,
+        inputs=inputs,
+        input_values=values,
+        input_resolver=_ask_on_terminal if sys.stdin.isatty() else None,
+        landing_folder=args.landing_folder,
     )
     for index, server in enumerate(config.servers):
         try:
