@@ -11,7 +11,9 @@ after each automatic re-join. The re-fetches run in the background (`refresher`:
 lane per Computer), never on the dispatcher thread: a notification's callbacks run at
 once, whatever its Computer's answer costs, and a slow or silent Computer delays only
 its own refreshes. Desktops and Finder catalogues are fetched on demand by
-`get_desktop` / `get_finder`; with `prefetch_desktop=True` (`prefetch_finder=True`) the
+`get_desktop` / `get_finder`; `skill_cache` holds each Computer's skills (`skills`),
+re-fetched like the tools on `enter_office` and `update_skills`.
+With `prefetch_desktop=True` (`prefetch_finder=True`) the
 Agent also re-fetches a Computer's desktop (its first catalogue page, unfiltered) when
 it enters or reports `update_desktop` (`update_finder`), into `desktop_cache`
 (`finder_cache`). Resource reads and the Finder navigation helpers live in `resources`
@@ -37,6 +39,7 @@ from ..protocol.models import (
     GetDeskTopRet,
     GetFinderRet,
     GetToolsReq,
+    A2CSkillRef,
     GetToolsRet,
     ListRoomReq,
     ListRoomRet,
@@ -51,6 +54,7 @@ from .notifications import Notifications
 from .refresher import Refresher
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 from .resources import ResourceMethods
+from .skills import SkillMethods
 from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCallFuture, ToolCalls
 
 logger = logging.getLogger(__name__)
@@ -66,9 +70,10 @@ _REFETCH_TOOLS = frozenset(
 )
 _REFETCH_DESKTOP = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_DESKTOP_NOTIFICATION})
 _REFETCH_FINDER = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_FINDER_NOTIFICATION})
+_REFETCH_SKILLS = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_SKILLS_NOTIFICATION})
 
 
-class Agent(FinderMethods, ResourceMethods, BlobMethods):
+class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"token": key}``;
     `client_auth.key_auth(key)` puts it in every field a Server may read), `headers` extra
     HTTP headers for the connect request (e.g. ``{"access_token": key}`` for an official
@@ -97,6 +102,8 @@ class Agent(FinderMethods, ResourceMethods, BlobMethods):
         self.desktop_cache: ComputerCache[tuple[Desktop, ...]] = ComputerCache(self._cache_updated("desktop"))
         #: Each Computer's first unfiltered catalogue page, filled with `prefetch_finder`.
         self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache(self._cache_updated("finder"))
+        #: Each Computer's skills (tuples of `A2CSkillRef`), by computer name.
+        self.skill_cache: ComputerCache[tuple[A2CSkillRef, ...]] = ComputerCache(self._cache_updated("skills"))
         self._connection = Connection("agent", name, auth=auth, headers=headers, reconnect=reconnect)
         self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
         self._refresher = Refresher(f"smcp-agent-{name}-refresh")
@@ -243,7 +250,7 @@ class Agent(FinderMethods, ResourceMethods, BlobMethods):
 
     def on_cache_update(self, callback: Callable[[str, str, Any], Any]) -> None:
         """Call `callback(kind, computer, value)` each time a cache keeps a new value:
-        `kind` is ``"tools"``, ``"desktop"`` or ``"finder"``, `value` what the cache now
+        `kind` is ``"tools"``, ``"desktop"``, ``"finder"`` or ``"skills"``, `value` what the cache now
         holds for `computer`. Runs on the dispatcher thread like the notification
         callbacks, after those of the notification that caused the refresh: the way to
         act on a Computer's new tools without waiting for them."""
@@ -271,15 +278,17 @@ class Agent(FinderMethods, ResourceMethods, BlobMethods):
             tools=event in _REFETCH_TOOLS,
             desktop=event in _REFETCH_DESKTOP and self.prefetch_desktop,
             finder=event in _REFETCH_FINDER and self.prefetch_finder,
+            skills=event in _REFETCH_SKILLS,
         )
 
-    def _request_refresh(self, computer: str, *, tools: bool, desktop: bool, finder: bool) -> None:
+    def _request_refresh(self, computer: str, *, tools: bool, desktop: bool, finder: bool, skills: bool) -> None:
         """Re-fetch the chosen caches of `computer` on its refresh lane."""
         jobs: dict[str, Callable[[], None]] = {}
         for kind, wanted, fetch in (
             ("tools", tools, self.get_tools),
             ("desktop", desktop, self.get_desktop),
             ("finder", finder, self.get_finder),
+            ("skills", skills, self.get_skills),
         ):
             if wanted:
                 jobs[kind] = functools.partial(self._refresh, computer, fetch)
@@ -302,7 +311,9 @@ class Agent(FinderMethods, ResourceMethods, BlobMethods):
         for computer in set(self.tool_cache.computers()) - present:
             self._forget(computer)
         for computer in sorted(present):
-            self._request_refresh(computer, tools=True, desktop=self.prefetch_desktop, finder=self.prefetch_finder)
+            self._request_refresh(
+                computer, tools=True, desktop=self.prefetch_desktop, finder=self.prefetch_finder, skills=True
+            )
 
     def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
         try:
@@ -320,8 +331,10 @@ class Agent(FinderMethods, ResourceMethods, BlobMethods):
         self.tool_cache.drop(computer)
         self.desktop_cache.drop(computer)
         self.finder_cache.drop(computer)
+        self.skill_cache.drop(computer)
 
     def _clear_caches(self) -> None:
         self.tool_cache.clear()
         self.desktop_cache.clear()
         self.finder_cache.clear()
+        self.skill_cache.clear()

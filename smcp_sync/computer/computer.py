@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
@@ -32,6 +33,7 @@ from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFE
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
     A2CResource,
+    A2CSkillRef,
     CallToolResult,
     Completion,
     CompletionArgument,
@@ -51,6 +53,17 @@ from .desktop import desktop_channel, get_desktop
 from .event_pump import EventPump
 from .finder import FinderPage, finder_channel, get_finder
 from .history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
+from .skill_files import SkillResource
+from .skills import (
+    DEFAULT_INLINE_BUDGET,
+    DEFAULT_MAX_RESOURCE_SIZE,
+    SkillHome,
+    StagedSkill,
+    UserSkills,
+    current_skills,
+    find_resource,
+    skills_channel,
+)
 from .inputs import AskInput, InputResolver
 from .manager import ServerManager
 from .redaction import public_input
@@ -81,7 +94,13 @@ class Computer:
     come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
     placeholders get their values; `confirm`: asked before each call of a tool whose
     `auto_apply` is not true (None: no confirmation needed); `update_debounce`: seconds
-    of quiet before a Desktop / Finder change is announced (a burst is one announcement).
+    of quiet before a Desktop / Finder / Skills change is announced (a burst is one
+    announcement). Skills (`skills`): `user_skills` is a folder of the user's SKILL
+    packages (``<folder>/<skill>/SKILL.md``; None: none), `skill_home` where packages MCP
+    servers serve as resources are written (None: a private temporary folder, removed by
+    `close()`), `skill_max_size` the most bytes one skill file may have to be served, and
+    `skill_inline_budget` the most bytes of text `client:get_skill` answers inline (a
+    larger or binary file is answered with a blob handle).
     `blob_handle_ttl`: seconds a blob handle (`blobs`, for large tool results and skill
     files) stays readable. `landing_folder`: where `client:put_blob` uploads land (None:
     uploads refused with 4019), each at most `upload_max_bytes`, dropped when no chunk
@@ -102,6 +121,10 @@ class Computer:
         history_size: int = DEFAULT_HISTORY_SIZE,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         update_debounce: float = DEFAULT_DEBOUNCE,
+        user_skills: str | Path | None = None,
+        skill_home: str | Path | None = None,
+        skill_max_size: int = DEFAULT_MAX_RESOURCE_SIZE,
+        skill_inline_budget: int = DEFAULT_INLINE_BUDGET,
         blob_handle_ttl: float = DEFAULT_HANDLE_TTL,
         landing_folder: str | os.PathLike[str] | None = None,
         upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
@@ -134,8 +157,15 @@ class Computer:
         cold_wait = min(policy.cold_wait, request_timeout)
         self._desktop = desktop_channel(self._manager, request_timeout, cold_wait)
         self._finder = finder_channel(self._manager, request_timeout, cold_wait)
+        self._skill_home = SkillHome(skill_home)
+        self._skills = skills_channel(self._manager, self._skill_home, request_timeout, cold_wait)
+        self._user_skills = UserSkills(Path(user_skills)) if user_skills is not None else None
+        self._skill_max_size = skill_max_size
+        #: Text files of skills up to this many bytes are answered inline, others as blobs.
+        self.skill_inline_budget = skill_inline_budget
         channels = (self._desktop, self._finder)
-        self._watch = ResourceWatch(name, self._manager, channels, self._announce, request_timeout, update_debounce)
+        watched = (*channels, self._skills)
+        self._watch = ResourceWatch(name, self._manager, watched, self._announce, request_timeout, update_debounce)
         self._resources = ResourceRequests(self._manager, self._watch, channels, request_timeout)
         self._listeners: list[ServerListener] = []
         self._update_listeners: list[UpdateListener] = []
@@ -181,6 +211,7 @@ class Computer:
             self._events.stop(timeout)
             self._watch.stop(timeout)
             self._bridge.stop(timeout)
+        self._skill_home.close()
 
     def _stop_servers(self) -> None:
         try:
@@ -274,6 +305,22 @@ class Computer:
         servers = self._watch.current_servers()
         return get_finder(self._finder, servers, self._history.records(), keywords, file_type, offset, limit)
 
+    def skills(self) -> list[A2CSkillRef]:
+        """The skills an Agent may use now (spec-0.3/skill.md): the MCP servers' (running
+        ones only) in configuration order, then the user's."""
+        self._require_started()
+        return [skill.ref for skill in self._current_skills()]
+
+    def skill_resource(self, name: str, rel_path: str | None = None) -> SkillResource:
+        """File `rel_path` (default SKILL.md, its front matter stripped) of skill `name`:
+        4016 for a malformed name, 4014 for an unknown one, 4017 for a path outside the
+        package, a forbidden or missing file, or one over `skill_max_size`."""
+        self._require_started()
+        return find_resource(self._current_skills(), name, rel_path, self._skill_max_size)
+
+    def _current_skills(self) -> list[StagedSkill]:
+        return current_skills(self._skills, self._watch.current_servers(), self._user_skills)
+
     def read_resource(self, uri: str, mcp_server: str | None = None) -> list[ResourceContents]:
         """Read `uri` on the MCP server that lists its host (`dpe://`, `window://`), or on
         `mcp_server`. Invalid `dpe://` URIs are 4204; unknown documents, pages and elements
@@ -352,7 +399,7 @@ class Computer:
         plus diagnostics (tool-name clashes, servers down, windows and documents left out)."""
         servers, notes = self._manager.public_configs()
         inputs = [public_input(item) for item in self._manager.inputs.definitions]
-        channels = [*self._desktop.diagnostics(), *self._finder.diagnostics()]
+        channels = [*self._desktop.diagnostics(), *self._finder.diagnostics(), *self._skills.diagnostics()]
         diagnostics = [*notes, *self._catalog.diagnostics, *channels]
         return GetComputerConfigRet(servers=servers, inputs=inputs, diagnostics=diagnostics or None)
 

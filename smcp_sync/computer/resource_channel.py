@@ -2,9 +2,11 @@
 for the Desktop, `dpe://` for the Finder), the values read from them, and which MCP
 server owns a URI host.
 
-Desktop and Finder are one mechanism (DESIGN §2); a channel is parameterised by its
-scheme, by how one listed resource becomes a value (a window's contents, a document's
-Level 1 summary) and by the event that announces its changes. `ResourceWatch` keeps the
+Desktop, Finder and Skills are one mechanism (DESIGN §2); a channel is parameterised by
+its scheme, by which listed resources are its entries (every `window://` and `dpe://`
+one; only the package roots among `skill://` ones), by how one becomes a value (a
+window's contents, a document's Level 1 summary, a staged SKILL package) and by the
+event that announces its changes. `ResourceWatch` keeps the
 listings current and drives the background warm-up (`warm`, on the `Warmer` thread):
 every listed resource the Computer can subscribe to is subscribed to and read once,
 in batches (`ServerManager.read_resources`), then served from the `UriCache` until a
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Generic, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Generic, Mapping, NamedTuple, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -45,6 +47,9 @@ ValueOf = Callable[[str, Any], V]
 Subscribe = Callable[[str, Sequence[str]], "set[str]"]
 #: What a channel needs of a listed resource itself: ``describe(server, resource) -> details``.
 Describe = Callable[[str, Resource], Any]
+#: The entries among a server's listed resources of the channel's scheme, in listing
+#: order, each with what the channel needs of it: ``survey(server, resources) -> {uri: details}``.
+Survey = Callable[[str, Sequence[Resource]], Mapping[str, Any]]
 
 
 def scheme_and_host(uri: str) -> tuple[str, str] | None:
@@ -94,6 +99,13 @@ class _Unreadable:
     transient: bool = False
 
 
+def _survey_each(describe: Describe | None) -> Survey:
+    """Every listed resource of the scheme is an entry, described by `describe` (if any)."""
+    if describe is None:
+        return lambda server, mine: dict.fromkeys(resource.uri for resource in mine)
+    return lambda server, mine: {resource.uri: describe(server, resource) for resource in mine}
+
+
 class ResourceChannel(Generic[V]):
     def __init__(
         self,
@@ -105,7 +117,10 @@ class ResourceChannel(Generic[V]):
         value_of: ValueOf[V],
         wait: float = 0.0,
         describe: Describe | None = None,
+        survey: Survey | None = None,
     ) -> None:
+        """`describe` reads each listed resource of the scheme; `survey` (instead) picks
+        the entries from the whole listing of the scheme and describes them."""
         self.name = name
         self.scheme = scheme
         self.update_event = update_event
@@ -115,7 +130,7 @@ class ResourceChannel(Generic[V]):
         self._value_of = value_of
         #: Seconds a reader waits for values the warm-up is still reading.
         self.wait = wait
-        self._describe = describe
+        self._survey = survey if survey is not None else _survey_each(describe)
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
 
@@ -129,9 +144,8 @@ class ResourceChannel(Generic[V]):
     def listed(self, server: str, generation: int, resources: Sequence[Resource], subscribable: bool) -> bool:
         """Record the resources of this channel's scheme in `server`'s listing (described,
         when the channel needs more than URIs); True when that changed what it shows."""
-        mine = [resource for resource in resources if self.accepts(resource.uri)]
-        details = None if self._describe is None else {r.uri: self._describe(server, r) for r in mine}
-        return self.cache.replace(server, generation, [r.uri for r in mine], subscribable, details)
+        details = self._survey(server, [resource for resource in resources if self.accepts(resource.uri)])
+        return self.cache.replace(server, generation, list(details), subscribable, details)
 
     def entries(self, servers: Sequence[str], uri: str | None = None) -> Gathered[V]:
         """The values of the URIs `servers` list (server order, then listing order), or of

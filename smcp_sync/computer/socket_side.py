@@ -12,7 +12,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ..blobs import chunk_size, read_chunk
+from ..blobs import chunk_size, from_reader, read_chunk
 from ..blobs.tool_results import spool_oversize
 from ..connection import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
@@ -30,6 +30,10 @@ from ..protocol.models import (
     GetFinderRet,
     GetResourcesReq,
     GetResourcesRet,
+    GetSkillReq,
+    GetSkillRet,
+    GetSkillsReq,
+    GetSkillsRet,
     GetToolsReq,
     GetToolsRet,
     PutBlobReq,
@@ -38,6 +42,8 @@ from ..protocol.models import (
     ToolCallReq,
     UpdateComputerConfigReq,
 )
+
+from .skill_files import inline_body
 
 if TYPE_CHECKING:
     from .computer import Computer
@@ -62,6 +68,8 @@ class SocketSide:
             events.READ_RESOURCE: self._on_read_resource,
             events.GET_RESOURCES: self._on_get_resources,
             events.COMPLETE: self._on_complete,
+            events.GET_SKILLS: self._on_get_skills,
+            events.GET_SKILL: self._on_get_skill,
             events.GET_BLOB: self._on_get_blob,
             events.PUT_BLOB: self._on_put_blob,
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
@@ -158,6 +166,38 @@ class SocketSide:
         self._check_addressed(request.computer)
         completion = self._computer.complete(request.ref, request.argument, request.context, request.mcp_server)
         return to_wire(CompleteRet(completion=completion, req_id=request.req_id))
+
+    def _on_get_skills(self, payload: Any) -> Any:
+        request = from_wire(GetSkillsReq, payload)
+        self._check_addressed(request.computer)
+        return to_wire(GetSkillsRet(skills=self._computer.skills(), req_id=request.req_id))
+
+    def _on_get_skill(self, payload: Any) -> Any:
+        """Text within the inline budget comes as `body`; anything else as a blob handle
+        minted for this Agent in this office (the sandbox runs again on each chunk read)."""
+        request = from_wire(GetSkillReq, payload)
+        self._check_addressed(request.computer)
+        resource = self._computer.skill_resource(request.name, request.rel_path)
+        body = inline_body(resource, self._computer.skill_inline_budget)
+        handle = None
+        if body is None:
+            source = from_reader(resource.total_size, resource.read, resource.sha256)
+            minted = self._computer.blobs.mint(
+                source, office_id=self.office_id, agent=request.agent, mime_type=resource.mime_type
+            )
+            handle = minted.handle
+        return to_wire(
+            GetSkillRet(
+                name=request.name,
+                rel_path=resource.rel_path,
+                mime_type=resource.mime_type,
+                total_size=resource.total_size,
+                sha256=resource.sha256,
+                req_id=request.req_id,
+                body=body,
+                blob_handle=handle,
+            )
+        )
 
     def _on_get_blob(self, payload: Any) -> Any:
         request = from_wire(GetBlobReq, payload)
