@@ -9,6 +9,10 @@
         read COMPUTER URI [--mcp-server NAME]
                                             read a resource, e.g. a dpe:// page:
                                             dpe://HOST/DOC/pages/0?format=markdown
+        skills COMPUTER                     the Computer's skills (name, source, description)
+        skill COMPUTER NAME [--rel-path P] [-o FILE]
+                                            a file of a skill (default its SKILL.md body);
+                                            one sent as a blob is fetched; -o writes it to FILE
         blob get COMPUTER HANDLE -o FILE    save the bytes behind a blob handle (sha256 checked)
         blob put COMPUTER FILE [--name N]   upload FILE into the Computer's landing folder
                                             (both with progress on a terminal: `cli.blob`)
@@ -21,15 +25,19 @@ while another Agent is in that office. `--json` prints the wire form of the resu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from typing import Any
+
+import attrs
 
 from ..agent import Agent
 from ..agent.resources import check_uri, content_value
 from ..protocol.codec import to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
-from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet
+from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet, GetSkillRet
+from ..protocol.skill_mime import is_text_mime
 from .blob import add_blob_parser, blob_summary, run_blob
 from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
 
@@ -71,6 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     read.add_argument("computer")
     read.add_argument("uri")
     read.add_argument("--mcp-server", help="the MCP server to ask (needed unless dpe:// or window://)")
+    actions.add_parser("skills", help="list a Computer's skills").add_argument("computer")
+    skill = actions.add_parser("skill", help="show a file of a skill (default: its SKILL.md)")
+    skill.add_argument("computer")
+    skill.add_argument("skill_name", metavar="name")
+    skill.add_argument("--rel-path", help="a file inside the package, e.g. references/guide.md")
+    skill.add_argument("-o", "--output", help="write the file's bytes here instead of printing them")
     add_blob_parser(actions)
     actions.add_parser("room", help="list the sessions in the office")
     parser.set_defaults(func=run)
@@ -119,6 +133,10 @@ def _act(agent: Agent, args: argparse.Namespace, params: dict | None) -> Any:
         return agent.get_finder(
             args.computer, args.keywords, args.file_type, args.offset, args.limit, timeout=args.timeout
         )
+    if args.action == "skills":
+        return agent.get_skills(args.computer, timeout=args.timeout)
+    if args.action == "skill":
+        return _skill_file(agent, args)
     if args.action == "blob":
         return run_blob(agent, args)
     if args.action == "read":
@@ -139,6 +157,10 @@ def _human(action: str, result: Any) -> str:
         return blob_summary(result)
     if action == "read":
         return "\n\n".join(_content(content) for content in result)
+    if action == "skills":
+        return "\n".join(f"{skill.name}\t{skill.source}\t{_first_line(skill.description)}" for skill in result)
+    if action == "skill":
+        return result.body if result.body is not None else f"[{result.total_size} bytes of {result.mime_type}]"
     shown = [result.text] if result.text else []
     shown += [json.dumps(to_wire(block), ensure_ascii=False) for block in result.content if block.type != "text"]
     if result.structured_content is not None and not result.text:
@@ -146,6 +168,26 @@ def _human(action: str, result: Any) -> str:
     code = f" [{result.error_code}]" if result.error_code is not None else ""
     prefix = f"tool error{code}: " if result.is_error else ""
     return prefix + "\n".join(shown)
+
+
+def _skill_file(agent: Agent, args: argparse.Namespace) -> GetSkillRet:
+    """The skill file; one sent as a blob is fetched (sha256 checked) and, when it is
+    UTF-8 text, shown as its body. `--output` gets the file's bytes."""
+    answer = agent.get_skill(args.computer, args.skill_name, args.rel_path, timeout=args.timeout)
+    if answer.body is not None:
+        if args.output is not None:
+            with open(args.output, "wb") as file:
+                file.write(answer.body.encode("utf-8"))
+        return answer
+    assert answer.blob_handle is not None  # get_skill checked: exactly one of them
+    if args.output is not None:  # streamed to the file, never held whole
+        agent.get_blob(args.computer, answer.blob_handle, args.output, timeout=args.timeout)
+        return answer
+    data = agent.get_blob(args.computer, answer.blob_handle, timeout=args.timeout)
+    if isinstance(data, bytes) and is_text_mime(answer.mime_type):
+        with contextlib.suppress(UnicodeDecodeError):
+            return attrs.evolve(answer, body=data.decode("utf-8"))
+    return answer
 
 
 def _catalogue(finder: GetFinderRet) -> str:
