@@ -50,6 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--landing-folder", metavar="DIR", help="where agents' uploads (client:put_blob) land; without it they are refused"
     )
+    parser.add_argument(
+        "--allow-failed-servers",
+        action="store_true",
+        help="join even when some MCP servers did not start (they keep retrying); by default that is an error",
+    )
     add_client_auth(parser)
     add_timeout(parser, 30.0, "seconds for starting and joining")
     add_json(parser, "print the ready line as JSON: computer, office_id, url, tools, servers")
@@ -58,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
+    from ..computer import ServersNotStartedError
 
     try:
         computer = _configured_computer(args)
@@ -66,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
     try:
         with sigterm_raises():
-            computer.start(args.timeout)
+            computer.start(args.timeout, require_all=not args.allow_failed_servers)
             computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
             print(_summary(computer, args), flush=True)
             wait_for_signals()
     except Terminated:
         return EXIT_OK
-    except SMCPError as exc:
+    except (SMCPError, ServersNotStartedError) as exc:
         return _fail(str(exc), EXIT_FAILURE)
     finally:
         computer.close()

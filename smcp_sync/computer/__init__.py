@@ -9,7 +9,7 @@ from .inputs import InputError
 from .manager import MCPServerError, ServerManager
 from .redaction import REDACTED
 from .policy import ServerPolicy
-from .status import ServerCapabilities, ServerEvent, ServerState, ServerStatus, ServerTool
+from .status import ServerCapabilities, ServerEvent, ServersNotStartedError, ServerState, ServerStatus, ServerTool
 from .tool_calls import PendingToolCall
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ServerPolicy",
     "ServerState",
     "ServerStatus",
+    "ServersNotStartedError",
     "ServerTool",
     "ToolCallRecord",
     "load_config",

@@ -71,7 +71,7 @@ from .policy import ServerPolicy
 from .resource_reads import ResourceRequests
 from .resource_watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .socket_side import SocketSide
-from .status import ServerEvent, ServerStatus
+from .status import ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .tool_calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
 
 log = logging.getLogger(__name__)
@@ -175,9 +175,11 @@ class Computer:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self, timeout: float = DEFAULT_START_TIMEOUT) -> Computer:
+    def start(self, timeout: float = DEFAULT_START_TIMEOUT, *, require_all: bool = False) -> Computer:
         """Start the enabled MCP servers; returns once each has connected or failed its
-        first attempt (failed ones keep retrying in the background), or after `timeout`."""
+        first attempt (failed ones keep retrying in the background), or after `timeout`.
+        With `require_all`, raises `ServersNotStartedError` when one is not running then
+        (the Computer stays started: close() it)."""
         with self._lifecycle:
             if self._closed:
                 raise RuntimeError(f"Computer {self.name!r} is closed")
@@ -190,6 +192,9 @@ class Computer:
         self._manager.start_enabled(timeout)
         self._refresh_tools()
         self._watch.current_servers()  # listed before start() returns; read in the background
+        down = [s for s in self.server_statuses() if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
+        if require_all and down:
+            raise ServersNotStartedError(down)
         return self
 
     def close(self, timeout: float = SHUTDOWN_GRACE) -> None:

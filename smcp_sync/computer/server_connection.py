@@ -159,7 +159,7 @@ class ServerConnection:
         log.warning(
             "MCP server %r %s: %s; retrying in %.1fs%s",
             self.bundle_id,
-            "went down" if was_running else "failed to start",
+            "went down" if was_running else f"failed to start{self._command_shown()}",
             error,
             delay,
             f"\nits last stderr lines:\n{tail}" if tail else "",
@@ -167,8 +167,15 @@ class ServerConnection:
         if was_running:
             self._emit("disconnected")
 
+    def _command_shown(self) -> str:
+        """`` (command 'x')`` for a stdio server: the local log names what was run (the
+        `error` itself names no host path, it is also shown to Agents)."""
+        command = getattr(self.config.server_parameters, "command", None)
+        return f" (command {command!r})" if command else ""
+
     async def _run_session(self) -> str:
         """Connect, serve until the connection dies, and say why it ended."""
+        self._stderr.lines.clear()  # "its last stderr lines" are this attempt's only
         try:
             async with open_session(
                 self.config,
@@ -188,7 +195,13 @@ class ServerConnection:
                     error=None,
                     generation=self.status.generation + 1,
                 )
-                log.info("MCP server %r is up (%s, %d tools)", self.bundle_id, session.server_info, len(tools))
+                log.info(
+                    "MCP server %r is %s (%s, %d tools)",
+                    self.bundle_id,
+                    "back up" if self.status.generation > 1 else "up",
+                    session.server_info,
+                    len(tools),
+                )
                 self._emit("connected")
                 if self._first_attempt is not None:
                     self._first_attempt.set()

@@ -86,3 +86,15 @@ class ServerEvent:
     uri: str | None = None
     #: The server's status when the event was produced.
     status: ServerStatus | None = None
+
+
+class ServersNotStartedError(RuntimeError):
+    """`Computer.start(require_all=True)`: some enabled MCP servers did not start.
+
+    `statuses` are theirs (each `error` says why); they keep retrying in the background
+    until the Computer is closed."""
+
+    def __init__(self, statuses: list[ServerStatus]) -> None:
+        self.statuses = statuses
+        reasons = "; ".join(f"{s.bundle_id!r}: {s.error or s.state.value}" for s in statuses)
+        super().__init__(f"{len(statuses)} MCP server(s) did not start: {reasons}")

@@ -107,3 +107,26 @@ def test_failures_exit_with_a_code_and_a_reason(
     assert done.returncode == code, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_mcp_server_that_does_not_start_is_an_error_unless_allowed(server: SMCPServer, tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    broken = {"name": "broken", "type": "stdio", "server_parameters": {"command": "/nonexistent/mcp-server"}}
+    config.write_text(json.dumps([broken, stdio_config("tools")]))
+    common = ["--config", str(config), "--url", server.url, "--office", "o1", "--name", "c", "--api-key", "cli-key"]
+    done = subprocess.run([*CLI, "computer", *common], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr
+    *warnings, error = done.stderr.splitlines()
+    assert error == "smcp-sync computer: 1 MCP server(s) did not start: 'broken': FileNotFoundError: No such file or directory"
+    assert "WARNING smcp_sync.computer.server_connection: MCP server 'broken' failed to start (command '/nonexistent/mcp-server')" in warnings[0]
+    proc, lines = run_cli(*common, "--allow-failed-servers")
+    try:
+        assert lines.get(timeout=30).endswith("from 2 MCP servers; not running yet: broken\n")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()

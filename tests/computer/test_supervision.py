@@ -3,6 +3,7 @@ backoff, tool-list changes, runtime configuration, noisy stderr."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -12,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from smcp_sync.computer import Computer, ServerState
+from smcp_sync.computer import Computer, ServersNotStartedError, ServerState
 from smcp_sync.protocol import CallToolResult, ErrorCode
 
 from .helpers import FAST, TOOL_SERVER, CallLogs, EventLog, http_config, start_http_server, stdio_config, stop, wait_until
@@ -226,3 +227,52 @@ def test_close_leaves_no_thread_or_child_process_behind(no_leaks: None) -> None:
     computer.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         computer.call_tool("echo", {"text": "x"}, timeout=5)
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and text in r.getMessage()]
+
+
+def test_a_missing_command_is_a_warning_naming_the_command_and_the_os_error(
+    computer_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="smcp_sync")
+    computer_factory({"name": "typo", "type": "stdio", "server_parameters": {"command": "/nonexistent/mcp-servr"}})
+    [warning, *_] = _warnings(caplog, "'typo' failed to start")
+    assert "(command '/nonexistent/mcp-servr')" in warning and "No such file or directory" in warning
+
+
+def test_start_require_all_raises_naming_the_servers_that_did_not_start(computer_factory: Any) -> None:
+    broken = {"name": "broken", "type": "stdio", "server_parameters": {"command": "/nonexistent/mcp-server"}}
+    computer = computer_factory(broken, stdio_config("good"), start=False)
+    with pytest.raises(ServersNotStartedError, match=r"1 MCP server\(s\) did not start: 'broken': .*No such file") as failed:
+        computer.start(require_all=True)
+    assert [s.bundle_id for s in failed.value.statuses] == ["broken"]
+    assert computer_factory(stdio_config("fine")).start(require_all=True).tools()  # all up: no error
+
+
+def test_restarts_are_logged_and_the_stderr_lines_shown_are_the_last_attempts_only(
+    computer_factory: Any, caplog: pytest.LogCaptureFixture, tmp_path: Any
+) -> None:
+    caplog.set_level(logging.INFO, logger="smcp_sync")
+    counter = tmp_path / "attempts"
+    failing = tmp_path / "failing.py"
+    failing.write_text(
+        "import pathlib, sys\n"
+        f"counter = pathlib.Path({str(counter)!r})\n"
+        "n = int(counter.read_text()) + 1 if counter.exists() else 1\n"
+        "counter.write_text(str(n))\n"
+        "print(f'attempt {n} failed', file=sys.stderr, flush=True)\n"
+        "sys.exit(1)\n"
+    )
+    computer_factory({"name": "failing", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [str(failing)]}})
+    wait_until(lambda: len(_warnings(caplog, "'failing' failed to start")) >= 3, what="three failed attempts")
+    first, second, third = _warnings(caplog, "'failing' failed to start")[:3]
+    assert "attempt 1 failed" in first and "attempt 2 failed" in second and "attempt 3 failed" in third
+    assert "attempt 1" not in second and "attempt 1" not in third and "attempt 2" not in third
+
+    caplog.clear()
+    crashing = computer_factory(stdio_config("tools"), name="other")
+    crashing.call_tool("crash", {}, timeout=10)
+    wait_until(lambda: any("'tools' is back up" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records))
+    assert _warnings(caplog, "'tools' went down")
