@@ -155,11 +155,13 @@ def _ask_on_terminal(item: MCPServerInput) -> Any:
         shown = f" [{item.default}]" if item.default is not None else ""
         return input(f"{item.description} ({item.id}){shown}: ") or None
     if isinstance(item, PickStringInput) and item.options:
-        for number, option in enumerate(item.options, 1):
-            print(f"  {number}. {option}")
-        answer = input(f"{item.description} ({item.id}) [1-{len(item.options)}]: ").strip()
-        if answer.isdigit() and 1 <= int(answer) <= len(item.options):
-            return item.options[int(answer) - 1]
+        # by number: labels may repeat, so the value is never looked up by label
+        choices = item.choices
+        for number, (label, _) in enumerate(choices, 1):
+            print(f"  {number}. {label}")
+        answer = input(f"{item.description} ({item.id}) [1-{len(choices)}]: ").strip()
+        if answer.isdigit() and 1 <= int(answer) <= len(choices):
+            return choices[int(answer) - 1][1]
         return answer or None
     return None
 

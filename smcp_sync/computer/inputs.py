@@ -117,11 +117,13 @@ class InputResolver:
 
     @staticmethod
     def _checked(item: MCPServerInput, value: Any) -> Any:
-        if isinstance(item, PickStringInput) and item.options and value not in item.options:
-            raise InputError(
-                f"input {item.id!r} must be one of {item.options}, got {value!r}",
-                details={"input": item.id},
-            )
+        if isinstance(item, PickStringInput) and item.options:
+            allowed = [option_value for _, option_value in item.choices]
+            if value not in allowed:
+                raise InputError(
+                    f"input {item.id!r} must be one of {allowed}, got {value!r}",
+                    details={"input": item.id},
+                )
         return value
 
 

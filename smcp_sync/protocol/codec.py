@@ -27,7 +27,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.v import format_exception
 
 from .errors import BadRequestError
-from .models.config import IsoDuration, MCPServerConfig, MCPServerInput
+from .models.config import IsoDuration, MCPServerConfig, MCPServerInput, PickStringChoice, PickStringOption
 from .models.content import BlobResourceContents, ContentBlock, ResourceContents, TextResourceContents
 from .models.resources import CompletionReference
 
@@ -157,6 +157,17 @@ def _structure_resource_contents(value: Any, _: Any) -> Any:
 
 
 converter.register_structure_hook(ResourceContents, _structure_resource_contents)
+
+
+def _structure_pick_choice(value: Any, _: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return converter.structure(value, PickStringOption)
+    raise WireValueError(f"expected a string or a {{label, value}} object, got {type(value).__name__}")
+
+
+converter.register_structure_hook(PickStringChoice, _structure_pick_choice)
 
 
 # -- attrs classes -------------------------------------------------------------------

@@ -59,6 +59,7 @@ from smcp_sync.protocol.models import (
     ToolCallReq,
     ToolMeta,
 )
+from smcp_sync.protocol.models.config import PickStringChoice, PickStringOption
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -94,6 +95,8 @@ def member_for(union: Any, wire: Any) -> type:
     members = typing.get_args(union)
     if union == ResourceContents:
         return BlobResourceContents if "blob" in wire else TextResourceContents
+    if union == PickStringChoice:  # a plain string or an object: no tag
+        return str if isinstance(wire, str) else PickStringOption
     return next(cls for cls in members if attrs.fields_dict(cls)["type"].default == wire["type"])
 
 
@@ -257,6 +260,8 @@ def accepted_kinds(tp: Any) -> set[str]:
         return {"str"}  # wrong strings are drawn separately
     if typing.get_origin(tp) is list:
         return {"list"}
+    if tp == PickStringChoice:
+        return {"str", "object"}
     return {"object"}
 
 

@@ -17,6 +17,7 @@ from .config import (
     MCPServerConfig,
     MCPServerInput,
     PickStringInput,
+    PickStringOption,
     PromptStringInput,
     SseServerConfig,
     SseServerParameters,

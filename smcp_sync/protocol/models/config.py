@@ -56,7 +56,11 @@ class _ServerConfigBase:
     forbidden_tools: list[str] = empty_list()
     tool_meta: dict[str, ToolMeta] = empty_dict()
     default_tool_meta: ToolMeta | None = None
+    #: A VRL script run on each tool result (`computer.vrl`; needs ``smcp_sync[vrl]``).
     vrl: str | None = None
+    #: A file of ``KEY=VALUE`` lines for a stdio server's environment (`computer.env_file`);
+    #: written as ``envFile`` (VS Code's name, as a2c-smcp 0.4.2 reads it).
+    env_file: str | None = field(default=None, wire="envFile", aliases=("env_file",))
 
 
 @wire_model
@@ -90,12 +94,31 @@ class PromptStringInput:
 
 
 @wire_model
+class PickStringOption:
+    """A choice shown as `label` whose value is `value` (protocol 0.3.2's object form)."""
+
+    label: str
+    value: str
+
+
+#: A pickString option as written: a plain string, or a label / value object.
+PickStringChoice = Union[str, PickStringOption]
+
+
+@wire_model
 class PickStringInput:
+    """`options` are plain strings (0.1.x) or `PickStringOption`s (0.3.2+), mixed as written."""
+
     id: str
     description: str
     type: Literal["pickString"] = "pickString"
-    options: list[str] = empty_list()
+    options: list[PickStringChoice] = empty_list()
     default: str | None = None
+
+    @property
+    def choices(self) -> list[tuple[str, str]]:
+        """Each option as (label, value); a plain string is both."""
+        return [(o, o) if isinstance(o, str) else (o.label, o.value) for o in self.options]
 
 
 @wire_model
