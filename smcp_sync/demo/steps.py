@@ -37,6 +37,7 @@ SHOWCASE_CATEGORIES = ("table", "code", "list", "text")
 MAX_WINDOW_LINES = 8
 MAX_PAGE_LINES = 16
 MAX_ELEMENT_LINES = 10
+MAX_SKILL_LINES = 8
 
 
 @attrs.frozen
@@ -69,6 +70,7 @@ class Walkthrough:
             ("desktop", "The desktop", self.desktop),
             ("finder", "The Finder catalogue", self.finder),
             ("document", "A document, Level 1 → 3", self.document),
+            ("skills", "Skills", self.skills),
             ("update", "An update notification", self.update),
         ]
 
@@ -153,6 +155,19 @@ class Walkthrough:
             lines += ["", f"Level 3  {detail.uri or element.element_id}  ({detail.category})"]
             lines += _indented(excerpt(render_markdown(detail), MAX_ELEMENT_LINES))
             data["level3"] = to_wire(detail)
+        return lines, data
+
+    def skills(self) -> tuple[list[str], dict[str, Any]]:
+        skills = self.agent.get_skills(self.computer, timeout=self.timeout)
+        width = max((len(skill.name) for skill in skills), default=0)
+        lines = [f"{_count(len(skills), 'skill')} (SKILL.md packages the MCP servers serve):"]
+        lines += [f"  {skill.name:<{width}}  {shorten(first_line(skill.description), 70)}" for skill in skills]
+        data: dict[str, Any] = {"skills": to_wire(skills)}
+        if skills:
+            entry = self.agent.get_skill(self.computer, skills[0].name, timeout=self.timeout)
+            lines += ["", f"{entry.rel_path} of {entry.name}  ({entry.total_size} bytes, {entry.mime_type})"]
+            lines += _indented(excerpt(entry.body or "", MAX_SKILL_LINES))
+            data["skill"] = to_wire(entry)
         return lines, data
 
     def update(self) -> tuple[list[str], dict[str, Any]]:

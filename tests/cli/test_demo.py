@@ -22,8 +22,9 @@ from smcp_sync.demo import SAMPLE_DOCUMENTS
 pytestmark = [pytest.mark.timeout(90), pytest.mark.usefixtures("no_leaks")]
 
 SMCP_SYNC = str(Path(sys.executable).with_name("smcp-sync"))
-STEPS = ["office", "tools", "tool_call", "desktop", "finder", "document", "update"]
+STEPS = ["office", "tools", "tool_call", "desktop", "finder", "document", "skills", "update"]
 TOOLS = ["tools__calculate", "tools__text_stats", "tools__current_time", "tools__list_documents", "tools__read_document"]
+SKILLS = ["mcp:tools:quarterly-average", "mcp:tools:document-digest"]
 WAIT = 60.0
 
 
@@ -34,7 +35,7 @@ def test_the_walkthrough_shows_every_step_and_leaves_nothing_behind(capsys: pyte
 
     out = capsys.readouterr().out
     headings = [line for line in out.splitlines() if line.startswith("── ")]
-    assert [heading.split(" ", 2)[1] for heading in headings] == [f"{n}/7" for n in range(1, 8)]
+    assert [heading.split(" ", 2)[1] for heading in headings] == [f"{n}/8" for n in range(1, 9)]
     assert "  computer  demo-computer\n  agent     demo-agent\n" in out
     assert "demo-computer offers 5 tools:" in out
     assert 'calculate {"expression": "(1260 + 1305 + 1615) / 3"}\n  → 1393.33333333\n' in out
@@ -45,6 +46,8 @@ def test_the_walkthrough_shows_every_step_and_leaves_nothing_behind(capsys: pyte
     assert "Design note: the synchronous bridge to async MCP sessions  (md, 5 pages)" in out
     for level in ("Level 1  dpe://com.example.docs/", "Level 2  dpe://com.example.docs/", "Level 3  dpe://"):
         assert level in out
+    assert "2 skills (SKILL.md packages the MCP servers serve):" in out
+    assert "SKILL.md of mcp:tools:quarterly-average  (" in out and "\n  # Quarterly average\n" in out
     assert "notify:update_finder from demo-computer after" in out
     assert "the Finder now lists 6 documents, including dpe://com.example.docs/demo-note-" in out
     assert out.rstrip().endswith("Every step answered.")
@@ -90,6 +93,8 @@ def test_json_mode_prints_one_object_per_step_and_the_process_leaves_no_child(tm
     assert document["level1"]["page_count"] == len(document["level1"]["pages"])
     assert document["level2"]["markdown"].startswith("## ")
     assert document["level3"]["element_id"] in {e["element_id"] for e in document["level2"]["page"]["elements"]}
+    assert [skill["name"] for skill in steps["skills"]["skills"]] == SKILLS
+    assert steps["skills"]["skill"]["body"].startswith("# Quarterly average\n")
     assert steps["update"]["notification"] == {"computer": "demo-computer"}
     assert steps["update"]["total_count"] == 6
     assert steps["finish"] == {"step": "finish", "ok": True, "failed": []}
@@ -151,7 +156,7 @@ def test_a_terminal_that_cannot_show_the_samples_gets_replacement_characters() -
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout.decode("ascii")  # nothing else in it
-    assert "?? 6/7 A document, Level 1 ? 3 ??" in out
+    assert "?? 6/8 A document, Level 1 ? 3 ??" in out
     assert "  2026 ????????" in out  # the Chinese report's title
 
 

@@ -17,6 +17,8 @@ text says what was wrong):
                                        -> the text of one of them, cut to max_characters
                                           with a closing note saying how much was left out
 
+Skills (spec-0.3/skill.md): two SKILL packages served as resources (`demo_skills`).
+
 Built on mcp's ``MCPServer`` (unlike the resource servers, nothing here needs
 ``resources.subscribe``): argument validation comes from the type hints.
 """
@@ -39,6 +41,7 @@ from typing_extensions import TypedDict
 
 from .. import SAMPLE_DOCUMENTS
 from .arithmetic import ArithmeticRefused, evaluate, format_number
+from .demo_skills import add_skills
 from .document_library import FORMATS, servable_files
 from smcp_sync import __version__
 
@@ -88,6 +91,8 @@ def build_server(root: Path) -> MCPServer:
         instructions="Deterministic helper tools: arithmetic, text statistics, the time, and the sample documents.",
         log_level="WARNING",
     )
+
+    add_skills(server, __version__)
 
     @server.tool(annotations=READ_ONLY)
     def calculate(expression: str) -> str:
