@@ -636,7 +636,10 @@ class Connection:
             self._refusal = data
             if refusal_error(data, self._url or "") is not None:
                 self._stop_reconnecting(client)
-        logger.log(logging.WARNING if refused else logging.INFO, "%s %r: cannot connect to %s: %s", self.role, self.name, self._url, data)
+        # WARNING only where no caller hears of it: a first connect() raises the refusal
+        reconnecting = self._state == self._RECONNECTING
+        level = logging.WARNING if refused and reconnecting else logging.INFO
+        logger.log(level, "%s %r: cannot connect to %s: %s", self.role, self.name, self._url, data)
 
     def _stop_reconnecting(self, client: socketio.Client) -> None:
         """A Server that refuses our handshake (its version is not ours) will refuse every

@@ -39,7 +39,18 @@ from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet, GetSkillRet
 from ..protocol.skill_mime import is_text_mime
 from .blob import add_blob_parser, blob_summary, run_blob
-from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
+from .options import (
+    add_client_auth,
+    add_json,
+    add_timeout,
+    add_url,
+    client_credentials,
+    fail,
+    failure,
+    finder_limit,
+    positive_count,
+    whole_number,
+)
 
 DEFAULT_NAME = "smcp-sync-cli"
 
@@ -65,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     call.add_argument("params", nargs="?", default="{}", help="the tool's arguments as a JSON object (default: {})")
     desktop = actions.add_parser("desktop", help="show a Computer's desktop")
     desktop.add_argument("computer")
-    desktop.add_argument("--size", type=int, help="at most this many windows")
+    desktop.add_argument("--size", type=positive_count, help="at most this many windows")
     desktop.add_argument("--window", help="only this window:// URI")
     finder = actions.add_parser("finder", help="list a Computer's Finder documents")
     finder.add_argument("computer")
@@ -73,8 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--keyword", action="append", dest="keywords", metavar="K", help="keep documents matching it (repeatable)"
     )
     finder.add_argument("--file-type", help="keep documents of exactly this type, e.g. md")
-    finder.add_argument("--offset", type=int, default=0, help="skip this many documents (default: 0)")
-    finder.add_argument("--limit", type=int, default=DEFAULT_FINDER_LIMIT, help="at most this many, 1-100 (default 20)")
+    finder.add_argument("--offset", type=whole_number, default=0, help="skip this many documents (default: 0)")
+    finder.add_argument("--limit", type=finder_limit, default=DEFAULT_FINDER_LIMIT, help="at most this many, 1-100 (default 20)")
     read = actions.add_parser("read", help="read a resource: dpe://, window:// or, with --mcp-server, any URI")
     read.add_argument("computer")
     read.add_argument("uri")
@@ -115,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             agent.join_office(args.office, timeout=args.timeout)
             result = _act(agent, args, params)
     except SMCPError as exc:
-        return _fail(str(exc), EXIT_FAILURE)
+        return _fail(failure(exc), EXIT_FAILURE)
     print(json.dumps(to_wire(result), ensure_ascii=False, indent=2) if args.json else _human(args.action, result))
     if isinstance(result, CallToolResult) and result.is_error:
         return EXIT_FAILURE

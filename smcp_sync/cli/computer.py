@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
-from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail
+from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail, failure
 from .signals import Terminated, sigterm_raises, wait_for_signals
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     except Terminated:
         return EXIT_OK
     except (SMCPError, ServersNotStartedError) as exc:
-        return _fail(str(exc), EXIT_FAILURE)
+        return _fail(failure(exc), EXIT_FAILURE)
     finally:
         computer.close()
 

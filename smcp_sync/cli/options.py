@@ -57,6 +57,28 @@ def positive_count(text: str) -> int:
     return value
 
 
+def finder_limit(text: str) -> int:
+    """An argparse type: a Finder page size, 1 to `MAX_FINDER_LIMIT` (refused here, exit 2,
+    rather than by the Agent after connecting)."""
+    from ..protocol.models import MAX_FINDER_LIMIT
+
+    value = positive_count(text)
+    if value > MAX_FINDER_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be 1-{MAX_FINDER_LIMIT}, got {value}")
+    return value
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (any free one) to 65535."""
     try:
@@ -131,6 +153,15 @@ def client_credentials(args: argparse.Namespace) -> tuple[dict[str, Any] | None,
     for name in args.api_key_header or ():
         headers.update(key_headers(args.api_key, name))
     return key_auth(args.api_key, args.api_key_field or DEFAULT_KEY_FIELDS), headers
+
+
+def failure(exc: Exception) -> str:
+    """The one-line message of a failed command; a refused key says how to give one."""
+    from ..protocol.errors import AuthError
+
+    if isinstance(exc, AuthError):
+        return f"{exc} (give the Server's API key with --api-key KEY or ${API_KEY_ENV})"
+    return str(exc)
 
 
 def fail(command: str, message: str, code: int) -> int:

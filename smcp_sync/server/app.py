@@ -211,8 +211,9 @@ class SMCPServer:
 
     def serve(self, host: str = "127.0.0.1", port: int = 8000, *, threads: int = DEFAULT_SERVE_THREADS, on_ready: Any = None) -> None:
         """Serve in the foreground under gunicorn (`gthread` worker, one process) until
-        Ctrl-C or SIGTERM. Call from the main thread. `on_ready(url)` is called once the
-        socket is bound. See `gunicorn_runner` for why gunicorn."""
+        Ctrl-C or SIGTERM (after a clean stop, Ctrl-C raises KeyboardInterrupt). Call from
+        the main thread. `on_ready(url)` is called once the socket is bound. See
+        `gunicorn_runner` for why gunicorn."""
         try:
             GunicornServer(
                 self.wsgi_app,

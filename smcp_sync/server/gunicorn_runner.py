@@ -17,7 +17,12 @@ occupies one worker thread, so `threads` caps concurrent connections.
 Shutdown: Ctrl-C (SIGINT), SIGQUIT and SIGTERM all end within about a second: the worker
 first drops every Socket.IO connection. Clients see a lost transport, not a
 server-initiated disconnect, so they reconnect once a Server is back (a restart keeps
-Computers and Agents coming back).
+Computers and Agents coming back). After a clean stop on Ctrl-C, `serve()` raises
+KeyboardInterrupt, as Python's own servers do, so callers (the CLI: exit 130) can tell it
+from SIGTERM, which returns normally.
+
+gunicorn's own log lines (starting, booting worker...) follow this module's logger: at
+INFO and below when smcp_sync logs INFO, otherwise warnings and errors only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import signal
 from typing import Any, Callable
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 from gunicorn.workers.gthread import ThreadWorker
 
 from .request_deadlines import RequestDeadlines
@@ -67,6 +73,7 @@ class GunicornServer(BaseApplication):
             # reads (X-Forwarded-Host/Proto, for the same-origin CORS default) is one a
             # browser page cannot set, so a shadowed one opens nothing.
             "header_map": "dangerous",
+            "loglevel": "info" if logger.isEnabledFor(logging.INFO) else "warning",
         }
         super().__init__()
 
@@ -79,12 +86,26 @@ class GunicornServer(BaseApplication):
         return self._app
 
     def serve(self) -> None:
-        """Run until a signal stops gunicorn; returns normally on a clean stop."""
+        """Run until a signal stops gunicorn; returns normally on a clean stop, raises
+        KeyboardInterrupt after a clean stop on SIGINT."""
+        arbiter = _Arbiter(self)
         try:
-            self.run()
+            arbiter.run()
         except SystemExit as exc:
             if exc.code not in (0, None):
                 raise
+        if arbiter.interrupted:
+            raise KeyboardInterrupt
+
+
+class _Arbiter(Arbiter):
+    """gunicorn's master, remembering a SIGINT (it exits 0 on every stop signal)."""
+
+    interrupted = False
+
+    def handle_int(self) -> None:
+        self.interrupted = True
+        super().handle_int()
 
 
 class _BoundedThreadWorker(ThreadWorker):

@@ -77,7 +77,12 @@ def test_usage_and_protocol_errors_have_exit_codes_and_clear_messages(office, ca
     assert capsys.readouterr().err == "smcp-sync agent: [404] no computer named 'nobody' in this office\n"
 
     assert main(agent_cli(url, "room", api_key="wrong")) == 1
-    assert capsys.readouterr().err == "smcp-sync agent: [401] authentication failed\n"
+    assert capsys.readouterr().err == "smcp-sync agent: [401] authentication failed (give the Server's API key with --api-key KEY or $SMCP_API_KEY)\n"
+
+    for bad, why in ((["--limit", "-1"], "must be >= 1, got -1"), (["--limit", "101"], "must be 1-100"), (["--offset", "-2"], "must be >= 0")):
+        assert main(agent_cli(url, "finder", "c1", *bad)) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"argument {bad[0]}: {why}" in err
 
 
 @pytest.mark.timeout(60)

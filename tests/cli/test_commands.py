@@ -251,7 +251,17 @@ def test_a_refused_connection_exits_1(
 ) -> None:
     monkeypatch.setenv("SMCP_API_KEY", "wrong")  # the default of --api-key
     assert main(["agent", "--url", server, "--office", OFFICE, "--timeout", "5", "room"]) == 1
-    assert one_line(capsys) == "smcp-sync agent: [401] authentication failed"
+    assert one_line(capsys) == "smcp-sync agent: [401] authentication failed (give the Server's API key with --api-key KEY or $SMCP_API_KEY)"
+
+
+def test_a_missing_key_is_one_line_with_the_hint_and_no_log_line_before_it(server: str) -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "SMCP_API_KEY"}
+    done = subprocess.run(
+        [SMCP_SYNC, "agent", "--url", server, "--office", OFFICE, "--timeout", "5", "room"],
+        capture_output=True, text=True, timeout=25, env=environment,
+    )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["smcp-sync agent: [401] authentication failed (give the Server's API key with --api-key KEY or $SMCP_API_KEY)"]
 
 
 # -- the rest of the contract -------------------------------------------------------------------

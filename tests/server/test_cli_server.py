@@ -43,6 +43,7 @@ class ServerProcess:
         self.proc.send_signal(sig)
         code = self.proc.wait(timeout)
         elapsed = time.monotonic() - started
+        self.stderr = self.proc.stderr.read()
         self.proc.stdout.close()
         self.proc.stderr.close()
         return code, elapsed
@@ -66,8 +67,8 @@ def server_process(no_leaks):
         process.kill()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig):
+@pytest.mark.parametrize("sig, exit_code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig, exit_code):
     server = server_process("--port", "0", "--api-key", KEY)
     with pytest.raises(socketio.exceptions.ConnectionError):
         Peer(server.url, auth={"api_key": "wrong"})
@@ -84,12 +85,19 @@ def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig):
         dropped = threading.Event()
         agent.client.on("disconnect", lambda reason=None: dropped.set(), namespace=NAMESPACE)
         code, elapsed = server.stop(sig)
-        assert code == 0
+        assert code == exit_code  # Ctrl-C: 130, as every command interrupted
         assert elapsed < 8, f"shutdown took {elapsed:.1f}s"
         assert dropped.wait(5)
+        assert "[INFO]" not in server.stderr and "Booting worker" not in server.stderr  # gunicorn's INFO lines
     finally:
         computer.close()
         agent.close()
+
+
+def test_gunicorn_logs_its_info_lines_at_log_level_info(server_process):
+    server = server_process("--port", "0", "--api-key", KEY, "--log-level", "INFO")
+    assert server.stop(signal.SIGTERM)[0] == 0
+    assert "[INFO] Booting worker" in server.stderr
 
 
 def test_api_key_can_come_from_the_environment_and_a_custom_field(server_process, monkeypatch):
