@@ -38,6 +38,13 @@ Ops (each prints ``{"event":"result","index":i,"op":..,"ok":..,...}``):
 * ``get_config`` computer: 0.4.x: SDK ``get_config_from_computer()``; 0.1.x: raw
   ``client:get_config`` call (that SDK agent has no method for it).
 * ``get_resources`` computer mcp_server [cursor]: SDK ``get_resources()`` (0.4.x only).
+* ``get_blob`` computer handle (0.4.x): the SDK's ``drain_blob_sync`` over its ``get_blob`` calls;
+  ``size`` and ``sha256`` of the bytes it returns. ``put_blob`` computer size [seed=0]
+  [name_hint] (0.4.x): SDK ``put_blob()`` of ``random.Random(seed).randbytes(size)``; ``result``
+  its answer, ``sha256`` of the bytes sent.
+* ``get_skills`` computer (0.4.x): SDK ``get_skills()``; ``get_skill`` computer name [rel_path]
+  (0.4.x): SDK ``get_skill()`` (it drains a text file's blob handle into ``body`` itself);
+  for a binary file's handle ``size`` and ``sha256`` of the bytes ``drain_blob_sync`` returns.
 * ``cancel`` [req_id]: emits ``server:tool_call_cancel`` {agent, req_id} like the SDK does;
   ``req_id`` defaults to ``"@last"``, the req_id of the last ``client:tool_call`` sent.
 * ``spawn`` steps [label]: run ``steps`` in a background thread (their results are indexed
@@ -62,7 +69,9 @@ from __future__ import annotations
 import _common  # noqa: I001  (must come first: reserves stdout for JSON lines)
 
 import argparse
+import hashlib
 import os
+import random
 import sys
 import threading
 import time
@@ -241,6 +250,26 @@ def main() -> int:
             return {"ok": True, "result": agent.call(GET_CONFIG_EVENT, req, namespace=ns, timeout=timeout)}
         if op == "get_resources":
             ret = agent.get_resources(step["computer"], step["mcp_server"], cursor=step.get("cursor"), timeout=timeout)
+            return {"ok": True, "result": ret}
+        if op == "get_blob":
+            from a2c_smcp.utils.blob import drain_blob_sync
+
+            data, _ = drain_blob_sync(agent._make_blob_call(), step["computer"], step["handle"])
+            return {"ok": True, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        if op == "put_blob":
+            data = random.Random(step.get("seed", 0)).randbytes(step["size"])
+            ret = agent.put_blob(step["computer"], data, name_hint=step.get("name_hint"), timeout=timeout)
+            result = {key: getattr(ret, key) for key in ("landing_path", "total_size", "sha256")}
+            return {"ok": True, "result": result, "sha256": hashlib.sha256(data).hexdigest()}
+        if op == "get_skills":
+            return {"ok": True, "result": agent.get_skills(step["computer"], timeout=timeout)}
+        if op == "get_skill":
+            ret = dict(agent.get_skill(step["computer"], step["name"], step.get("rel_path"), timeout=timeout))
+            if "blob_handle" in ret:
+                from a2c_smcp.utils.blob import drain_blob_sync
+
+                data, _ = drain_blob_sync(agent._make_blob_call(), step["computer"], ret["blob_handle"])
+                return {"ok": True, "result": ret, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             return {"ok": True, "result": ret}
         if op == "cancel":
             req_id = step.get("req_id", "@last")

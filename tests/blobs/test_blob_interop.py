@@ -1,0 +1,80 @@
+"""Blob transfer with the official SDK 0.4.2's Agent through our Server to our Computer:
+its tool call drains our handle by itself, its get_blob and put_blob speak to ours."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from interop.harness import agent_results, by_op, run_official_agent
+from interop.venv import official_sdk_python
+from smcp_sync import Computer
+from smcp_sync.blobs import from_bytes
+from tests.computer.helpers import stdio_config
+from tests.office_parts import connected_computer, serving
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
+
+T = 30.0
+OFFICE = "blob-interop"
+
+
+@pytest.fixture(scope="module")
+def their_python() -> Path:
+    return official_sdk_python("0.4.2")
+
+
+@pytest.fixture(scope="module")
+def server_url(their_python: Path) -> Iterator[str]:
+    with serving() as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("interop") / "landing"
+
+
+@pytest.fixture(scope="module")
+def computer(server_url: str, landing: Path) -> Iterator[Computer]:
+    with connected_computer("pc", [stdio_config("tools")], server_url, OFFICE, timeout=T, landing_folder=landing) as pc:
+        yield pc
+
+
+def run(their_python: Path, url: str, steps: list[dict]) -> list[dict]:
+    return agent_results(run_official_agent(their_python, url, OFFICE, "their-agent", steps, auth_via="sdk"))
+
+
+def test_their_agent_fetches_our_big_tool_result_and_our_blobs(their_python, server_url, computer: Computer) -> None:
+    image = random.Random(5).randbytes(600_000)
+    blob = random.Random(6).randbytes(1_300_000)
+    handle = computer.blobs.mint(from_bytes(blob), office_id=OFFICE, agent="their-agent", mime_type="").handle
+    steps = [
+        {"op": "tool_call", "computer": "pc", "tool": "tools__image", "params": {"size": len(image), "seed": 5},
+         "timeout": 30},
+        {"op": "get_blob", "computer": "pc", "handle": handle, "timeout": 30},
+        {"op": "get_blob", "computer": "pc", "handle": "blob_forged", "timeout": 30},
+    ]
+    results = run(their_python, server_url, steps)
+    [call] = by_op(results, "tool_call")
+    drained = call["result"]["content"][1]  # our handle, drained by their Agent and put back in place
+    assert drained["type"] == "image" and base64.b64decode(drained["data"]) == image
+    good, forged = by_op(results, "get_blob")
+    assert good["ok"] and (good["size"], good["sha256"]) == (len(blob), hashlib.sha256(blob).hexdigest())
+    assert not forged["ok"] and forged["error_type"].endswith("BlobTransferError")  # their reading of our 4018
+    assert forged["error"] == "unknown blob handle"
+
+
+def test_their_agent_uploads_to_our_landing_folder(their_python, server_url, computer: Computer, landing: Path) -> None:
+    steps = [{"op": "put_blob", "computer": "pc", "size": 700_000, "seed": 9, "name_hint": "../their.bin", "timeout": 30}]
+    [put] = by_op(run(their_python, server_url, steps), "put_blob")
+    assert put["ok"], put
+    landed = Path(put["result"]["landing_path"])
+    assert landed.parent == landing.resolve() and landed.name.endswith("_their.bin")
+    assert landed.read_bytes() == random.Random(9).randbytes(700_000)
+    assert put["result"]["sha256"] == put["sha256"]
