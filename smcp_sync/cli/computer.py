@@ -107,7 +107,8 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
             computer.close()
             where = repr(server["name"]) if isinstance(server.get("name"), str) else f"#{index + 1}"
             hint = f" (on the command line: --input {exc.details['input']}=VALUE)" if "input" in exc.details else ""
-            raise ConfigError(f"{args.config}: MCP server {where}: {exc.message}{hint}", details=exc.details) from None
+            named = "" if exc.message.startswith("MCP server ") else f"MCP server {where}: "
+            raise ConfigError(f"{args.config}: {named}{exc.message}{hint}", details=exc.details) from None
     return computer
 
 

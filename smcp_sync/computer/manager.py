@@ -50,7 +50,9 @@ from ..protocol.models import (
     ResourceContents,
 )
 from .bridge import EventLoopThread
+from .config_fields import refuse_unsupported, unknown_fields
 from .config_file import server_bundle_id
+from .env_file import check_env_file
 from .inputs import InputResolver
 from .mcp_adapter import (
     INVALID_PARAMS,
@@ -65,6 +67,7 @@ from .redaction import public_server_config
 from .policy import ServerPolicy
 from .server_connection import ServerConnection, ServerUnavailable
 from .status import ServerEvent, ServerState, ServerStatus
+from .vrl import VrlScript, compile_script
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +123,9 @@ class ServerManager:
         self._policy = policy
         self._raw: dict[str, dict[str, Any]] = {}
         self._connections: dict[str, ServerConnection] = {}
+        self._scripts: dict[str, VrlScript | None] = {}
         self._admin = threading.RLock()  # serialises lifecycle changes (may wait on the loop)
-        self._data = threading.Lock()  # guards the two dicts (held only for dict operations)
+        self._data = threading.Lock()  # guards the three dicts (held only for dict operations)
 
     # -- configuration ----------------------------------------------------------------
 
@@ -132,7 +136,12 @@ class ServerManager:
         order (the spec's runtime update in place)."""
         raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
         bundle_id = server_bundle_id(raw)
+        refuse_unsupported(raw, bundle_id)
         model = attrs.evolve(from_wire(MCPServerConfig, self.inputs.render(raw)), bundle_id=bundle_id)
+        script = compile_script(model.vrl, bundle_id)
+        check_env_file(model)
+        for unknown in unknown_fields(raw):
+            log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
             old = self._connection_or_none(bundle_id)
             if old is not None:
@@ -141,6 +150,7 @@ class ServerManager:
             with self._data:
                 self._raw[bundle_id] = raw
                 self._connections[bundle_id] = connection
+                self._scripts[bundle_id] = script
         self._publish(ServerEvent(server=bundle_id, kind="config_changed", status=connection.status))
         return model
 
@@ -149,7 +159,7 @@ class ServerManager:
             connection = self._connection(bundle_id)
             self._stop(connection)
             with self._data:
-                del self._raw[bundle_id], self._connections[bundle_id]
+                del self._raw[bundle_id], self._connections[bundle_id], self._scripts[bundle_id]
         self._publish(ServerEvent(server=bundle_id, kind="config_changed"))
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -213,7 +223,16 @@ class ServerManager:
                 )
             else:
                 shown[bundle_id] = attrs.evolve(config, bundle_id=bundle_id)
+            notes += [
+                f"MCP server {bundle_id!r}: field {field!r} is not known to smcp_sync and is ignored"
+                for field in unknown_fields(raw)
+            ]
         return shown, notes
+
+    def vrl_script(self, server: str) -> VrlScript | None:
+        """The server's compiled `vrl` script (None: no script, or no such server)."""
+        with self._data:
+            return self._scripts.get(server)
 
     # -- requests -------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from ..protocol.models import (
     SseServerConfig,
     StdioServerConfig,
 )
+from .env_file import spawn_environment
 from .status import ServerCapabilities, ServerTool
 from .stderr_pipe import StderrTail, stderr_pipe
 from .upstream_auth import AuthStatusTransport
@@ -225,10 +226,13 @@ def describe_failure(exc: BaseException) -> str:
 async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncIterator[Any]:
     params = config.server_parameters
     if isinstance(config, StdioServerConfig):
+        # the envFile is read at each spawn (a restart sees its edits), off the loop
+        server = config.bundle_id or config.name
+        env = await anyio.to_thread.run_sync(spawn_environment, params.env, config.env_file, server)
         sdk_params = SdkStdioParameters(
             command=params.command,
             args=list(params.args),
-            env=dict(params.env) if params.env is not None else None,
+            env=env,
             cwd=params.cwd,
             encoding=params.encoding,
             encoding_error_handler=params.encoding_error_handler,

@@ -12,6 +12,8 @@ relayed as is), or a failure the Computer detected, with `meta.error_code`:
 * 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), with
   `meta.mcp_server` and a non-secret `meta.auth_hint`.
 
+A result the MCP server returned goes through its `vrl` script, if it has one (`vrl`).
+
 The timeout covers confirmation and the MCP request; the MCP request is cancelled
 (`notifications/cancelled`) on timeout and on cancel.
 """
@@ -117,9 +119,12 @@ class ToolCaller:
             future = self._manager.submit_call(route.server, route.tool, params, remaining)
         except NotFoundError:  # removed since the catalog was read
             return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {route.exposed!r}")
+        script = self._manager.vrl_script(route.server)
         self._in_flight.register(req_id, future)
         try:
-            return future.result(remaining + WAIT_GRACE)
+            result = future.result(remaining + WAIT_GRACE)
+            # the script runs here, on the caller's thread: it is CPU work, kept off the loop
+            return script.transform(result, route.tool, params) if script is not None else result
         except concurrent.futures.CancelledError:
             return _cancelled(route.exposed)
         except (TimeoutError, concurrent.futures.TimeoutError):
