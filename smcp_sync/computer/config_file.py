@@ -4,7 +4,11 @@ Accepted documents (a file path, or the parsed JSON itself):
 
 * one MCP server config object, or a list of them (what the official CLI's
   `--config` file holds; its `--inputs` file holds one input or a list);
-* ``{"servers": [...] | {name: config}, "inputs": [...]}`` — both in one document.
+* ``{"servers": [...] | {name: config}, "inputs": [...]}`` — both in one document
+  (``mcp_servers`` is read as ``servers``: the official Computer's constructor argument,
+  used by the protocol's runtime-contract fixtures). Other keys of such a document are
+  reported: the plugin keys of the runtime contract refuse it (smcp_sync has no plugin
+  system), any other key is logged as ignored.
 
 Server configs stay raw dicts here: their `${input:...}` placeholders are rendered
 later, by the Computer, once inputs can be resolved.
@@ -13,6 +17,7 @@ later, by the Computer, once inputs can be resolved.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any, Mapping, Sequence
 
@@ -22,6 +27,9 @@ from ..protocol.bundle_id import InvalidBundleId, resolve_bundle_id
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import MCPServerInput
+
+log = logging.getLogger(__name__)
+
 
 class ConfigError(BadRequestError):
     """A configuration that cannot be used; the message says where and why."""
@@ -33,11 +41,17 @@ class ComputerConfig:
     inputs: tuple[MCPServerInput, ...] = ()
 
 
+#: Plugin keys of the runtime contract's Computer documents: refused when they declare anything.
+_PLUGIN_KEYS = ("marketplaces", "installedPlugins", "enabledPlugins")
+_DOCUMENT_KEYS = frozenset({"servers", "mcp_servers", "inputs", *_PLUGIN_KEYS})
+
+
 def load_config(source: Any) -> ComputerConfig:
     """`source`: a path (str / PathLike, "@path" accepted) or an already parsed document."""
     document = read_json(source) if isinstance(source, (str, os.PathLike)) else source
-    if isinstance(document, Mapping) and "servers" in document:
-        servers = _server_list(document["servers"])
+    if isinstance(document, Mapping) and _DOCUMENT_KEYS & set(document):
+        _check_document_keys(document)
+        servers = _server_list(document.get("servers", document.get("mcp_servers")) or [])
         inputs = load_inputs(document.get("inputs") or [])
     else:
         servers, inputs = _server_list(document), ()
@@ -91,6 +105,20 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(
             f"configuration file {text_path!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+
+
+def _check_document_keys(document: Mapping[str, Any]) -> None:
+    for key in _PLUGIN_KEYS:
+        if document.get(key):  # an empty declaration asks for nothing: ignored below
+            raise ConfigError(
+                f"field {key!r} is not supported: smcp_sync has no plugin or marketplace system; "
+                "list the MCP servers under 'servers'",
+                details={"field": key},
+            )
+    if "servers" in document and "mcp_servers" in document:
+        raise ConfigError("give the MCP servers under 'servers' or 'mcp_servers', not both", details={"field": "servers"})
+    for key in sorted(set(document) - _DOCUMENT_KEYS | {k for k in _PLUGIN_KEYS if k in document}):
+        log.warning("configuration field %r is not known to smcp_sync; ignored", key)
 
 
 def _server_list(value: Any) -> list[dict[str, Any]]:
