@@ -1,5 +1,7 @@
 """Blob transfer with the official SDK 0.4.2's Agent through our Server to our Computer:
-its tool call drains our handle by itself, its get_blob and put_blob speak to ours."""
+its tool call drains our handle by itself, its get_blob and put_blob speak to ours; and
+our Agent fetching the over-budget tool result of their Computer (no uploads that way:
+their Computer takes its landing root only from its settings files)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ from typing import Iterator
 
 import pytest
 
-from interop.harness import agent_results, by_op, run_official_agent
+from interop.harness import agent_results, by_op, run_official_agent, start_official_computer
 from interop.venv import official_sdk_python
 from smcp_sync import Computer
 from smcp_sync.blobs import from_bytes
+from smcp_sync.protocol.errors import BlobError
 from tests.computer.helpers import stdio_config
-from tests.office_parts import connected_computer, serving
+from tests.office_parts import connected_computer, joined_agent, serving
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -78,3 +81,19 @@ def test_their_agent_uploads_to_our_landing_folder(their_python, server_url, com
     assert landed.parent == landing.resolve() and landed.name.endswith("_their.bin")
     assert landed.read_bytes() == random.Random(9).randbytes(700_000)
     assert put["result"]["sha256"] == put["sha256"]
+
+
+def test_our_agent_fetches_their_computers_big_tool_result(their_python, server_url, spawn) -> None:
+    config = stdio_config("tools", default_tool_meta={"auto_apply": True})
+    config["server_parameters"].update(env=None, cwd=None, encoding="utf-8", encoding_error_handler="strict")
+    spawn(start_official_computer(their_python, server_url, "their-office", "their-pc", config, auth_via="sdk"))
+    image = random.Random(3).randbytes(500_000)
+    with joined_agent("our-agent", server_url, "their-office", timeout=T) as agent:
+        result = agent.call_tool("their-pc", "tools__image", {"size": len(image), "seed": 3}, timeout=T)
+        item = result.content[1]
+        assert item.data == "" and item.meta["a2c_total_size"] == len(image)
+        assert item.meta["a2c_sha256"] == hashlib.sha256(image).hexdigest()
+        assert agent.fetch_result_blobs("their-pc", result) == [image]
+        with pytest.raises(BlobError) as excinfo:
+            agent.get_blob("their-pc", "forged")
+    assert excinfo.value.code == 4018 and excinfo.value.details.get("reason") == "invalid_handle"
