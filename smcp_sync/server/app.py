@@ -183,6 +183,10 @@ class SMCPServer:
             stuck = http.join_connections(timeout)
             if stuck:
                 logger.warning("connection threads still running after %.1f s: %s", timeout, stuck)
+            # A connection thread that ran on after the drop (a handshake, a routed request
+            # under way) may have started a timer thread again: stop them once more.
+            self.sio.eio.deadlines.shutdown()
+            self.pending.shutdown()
         self._leave_cluster()
 
     def _leave_cluster(self) -> None:
