@@ -16,6 +16,8 @@ import itertools
 import threading
 from typing import Callable, Generic, TypeVar
 
+from ..protocol.models._display import named
+
 T = TypeVar("T")
 
 
@@ -29,6 +31,11 @@ class ComputerCache(Generic[T]):
         self._values: dict[str, T] = {}
         self._stamps: dict[str, int] = {}  # computer -> ticket of the last store/drop
         self._floor = 0  # ticket of the last clear()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            names = sorted(self._values)
+        return f"<ComputerCache of {len(names)} computers: {named(names)}>" if names else "<ComputerCache (empty)>"
 
     def get(self, computer: str) -> T | None:
         with self._lock:

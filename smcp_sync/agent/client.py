@@ -43,8 +43,9 @@ from ..protocol.models import (
     GetToolsRet,
     ListRoomReq,
     ListRoomRet,
-    SessionInfo,
+    SessionList,
     SMCPTool,
+    ToolList,
 )
 from .cache import ComputerCache
 from .dispatcher import Dispatcher
@@ -165,23 +166,23 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self._connection.leave_office(timeout)
         self._clear_caches()
 
-    def list_room(self, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> list[SessionInfo]:
+    def list_room(self, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> SessionList:
         """Every session (Agent and Computers) in the Agent's office."""
         office_id = self.office_id
         if office_id is None:
             raise OfficeError("join an office before listing it", code=4103)
         request = ListRoomReq(agent=self.name, req_id=new_req_id(), office_id=office_id)
-        return ask(self._connection, events.LIST_ROOM, request, ListRoomRet, timeout).sessions
+        return SessionList(ask(self._connection, events.LIST_ROOM, request, ListRoomRet, timeout).sessions)
 
     # -- requests to a Computer -----------------------------------------------------------
 
-    def get_tools(self, computer: str, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> list[SMCPTool]:
+    def get_tools(self, computer: str, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> ToolList:
         """The Computer's tools (also stored in `tool_cache`)."""
         ticket = self.tool_cache.ticket()
         request = GetToolsReq(agent=self.name, req_id=new_req_id(), computer=computer)
         tools = ask(self._connection, events.GET_TOOLS, request, GetToolsRet, timeout).tools
         self.tool_cache.store(computer, tuple(tools), ticket)
-        return tools
+        return ToolList(tools)
 
     def get_config(self, computer: str, timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT) -> GetComputerConfigRet:
         request = GetComputerConfigReq(agent=self.name, req_id=new_req_id(), computer=computer)

@@ -31,6 +31,7 @@ from ..protocol.models import (
     DPEPage,
     GetFinderReq,
     GetFinderRet,
+    MarkdownText,
     ResourceContents,
     TextResourceContents,
 )
@@ -147,7 +148,8 @@ class FinderMethods:
     def _read_dpe(self, computer: str, uri: DPEURI, model: type[T], format: str, timeout: float) -> T | str:
         text = uri.build()
         contents = self.read_resource_contents(computer, text, timeout=timeout)
-        return decode_dpe(contents, model, format, text)
+        decoded = decode_dpe(contents, model, format, text)
+        return MarkdownText(decoded) if format == "markdown" and isinstance(decoded, str) else decoded
 
 
 def document_uri(document: DocumentTarget) -> DPEURI:

@@ -28,6 +28,7 @@ from cattrs.v import format_exception
 
 from .errors import BadRequestError
 from .models.config import IsoDuration, MCPServerConfig, MCPServerInput, PickStringChoice, PickStringOption
+from .models._display import SessionList, ToolList
 from .models.content import BlobResourceContents, ContentBlock, ResourceContents, TextResourceContents
 from .models.resources import CompletionReference
 
@@ -97,6 +98,11 @@ def _is_json_typed(type_: Any) -> bool:
 # Written as they are: walking them would cost a recursion level per nesting level (a
 # valid but deep tool result hits the recursion limit) and time on multi-MB pages.
 converter.register_unstructure_hook_func(_is_json_typed, lambda value: value)
+
+# What the Agent returns for display (`ToolList`, `SessionList`): lists on the wire.
+converter.register_unstructure_hook_func(
+    lambda t: isinstance(t, type) and issubclass(t, (ToolList, SessionList)), lambda value: [converter.unstructure(v) for v in value]
+)
 
 
 def _shown(value: Any, limit: int = 40) -> str:

@@ -103,6 +103,7 @@ def test_list_room_lists_every_session_of_the_office(agent, computer):
     sessions = agent.list_room(timeout=5)
     assert {(s.name, s.role, s.office_id) for s in sessions} == {("a1", "agent", OFFICE), ("c1", "computer", OFFICE)}
     assert all(isinstance(s, SessionInfo) and s.sid for s in sessions)
+    assert "<td>agent</td><td>a1</td>" in sessions._repr_html_()  # a table in a notebook
 
 
 @pytest.mark.timeout(30)
@@ -180,6 +181,7 @@ def test_unknown_notifications_and_bad_callbacks_are_refused():
 def test_get_tools_config_and_desktop_return_models(agent, computer):
     tools = agent.get_tools("c1", timeout=5)
     assert [t.name for t in tools] == ["echo", "fail", "hang"]
+    assert repr(tools) == "ToolList(3 tools: 'echo', 'fail', 'hang')" and "<td>echo</td>" in tools._repr_html_()
     assert agent.get_config("c1", timeout=5) == GetComputerConfigRet(servers={}, inputs=[])
     assert agent.get_desktop("c1", timeout=5) == ["window://desk.test/main\n\nhello"]
     _, request = computer.received[-1]

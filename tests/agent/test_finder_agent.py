@@ -288,7 +288,8 @@ def test_markdown_and_text_are_the_servers_or_rendered_here_from_json(agent, com
     element_text = f"{DOC}/elements/tbl-001?format=text"
     computer.answers[page_md] = text_contents(page_md, "# 年度总结 (server)", "text/markdown")
     computer.answers[element_text] = json_contents(element_text, TABLE)  # a server that ignores `format`
-    assert agent.read_page("c1", DOC, 0, format="markdown", timeout=5) == "# 年度总结 (server)"
+    page = agent.read_page("c1", DOC, 0, format="markdown", timeout=5)
+    assert page == "# 年度总结 (server)" and page._repr_markdown_() == page  # shown as Markdown in a notebook
     assert agent.read_element("c1", DOC, "tbl-001", format="text", timeout=5) == render_text(TABLE)
 
     computer.answers[page_md] = json_contents(page_md, PAGE, mime_type=None)  # unlabelled, but the JSON asked for

@@ -1,5 +1,6 @@
 """attrs models of every A2C-SMCP wire structure (spec/data-structures.md + DESIGN §3)."""
 
+from ._display import MarkdownText, SessionList, ToolList
 from .blobs import (
     META_BLOB_HANDLE,
     META_SHA256,

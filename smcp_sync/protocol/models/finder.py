@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import attrs
 
+from ._display import html_table, markdown_escape, markdown_table, named, shorten
 from ._fields import empty_list, wire_model
 
 #: The 19 standard element categories (spec/finder.md, 元素类型).
@@ -56,9 +58,39 @@ class _DocumentMetadata:
     last_modified: str | None = None
 
 
+    def _facts(self) -> list[tuple[str, Any]]:
+        facts = [("uri", self.uri), ("type", self.file_type), ("pages", self.page_count), ("keywords", self.keywords)]
+        return [*facts, ("summary", self.summary), ("last modified", self.last_modified)]
+
+    def _repr_html_(self) -> str:
+        pages = getattr(self, "pages", None)
+        index = _page_table(pages, html_table) if pages else ""
+        return f"<strong>{html.escape(self.title)}</strong>" + html_table(("", ""), self._facts()) + index
+
+    def _repr_markdown_(self) -> str:
+        rows = "\n".join(f"- **{name}**: {markdown_escape(_listed(value))}" for name, value in self._facts() if value is not None)
+        pages = getattr(self, "pages", None)
+        index = "\n\n" + _page_table(pages, markdown_table) if pages else ""
+        return f"### {markdown_escape(self.title)}\n\n{rows}{index}"
+
+
+def _document_repr(self: _DocumentMetadata) -> str:
+    return f"{type(self).__name__}({shorten(self.title, 60)!r}, uri={self.uri!r}, {self.page_count} pages)"
+
+
+def _listed(value: Any) -> Any:
+    return ", ".join(value) if isinstance(value, list) else value
+
+
+def _page_table(pages: list[DPEPageSummary], table: Any) -> str:
+    return str(table(("page", "title", "elements", "uri"), [(p.page_index, p.title, p.element_count, p.uri) for p in pages]))
+
+
 @wire_model
 class DPEDocumentSummary(_DocumentMetadata):
     server: str
+
+    __repr__ = _document_repr
 
 
 @wire_model
@@ -66,6 +98,21 @@ class GetFinderRet:
     documents: list[DPEDocumentSummary]
     total_count: int
     req_id: str
+
+    def __repr__(self) -> str:
+        return f"GetFinderRet({len(self.documents)} of {self.total_count} documents: {named(d.title for d in self.documents)})"
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        return [(d.title, d.file_type, d.page_count, d.uri, d.server) for d in self.documents]
+
+    def _caption(self) -> str:
+        return f"{len(self.documents)} of {self.total_count} documents"
+
+    def _repr_html_(self) -> str:
+        return html_table(("title", "type", "pages", "uri", "MCP server"), self._rows(), self._caption())
+
+    def _repr_markdown_(self) -> str:
+        return markdown_table(("title", "type", "pages", "uri", "MCP server"), self._rows(), self._caption())
 
 
 @wire_model
@@ -85,6 +132,8 @@ class DPEDocument(_DocumentMetadata):
     page_offset: int | None = None
     page_limit: int | None = None
     page_total: int | None = None
+
+    __repr__ = _document_repr
 
     def to_summary(self, server: str) -> DPEDocumentSummary:
         metadata = {a.name: getattr(self, a.name) for a in attrs.fields(_DocumentMetadata)}
@@ -123,3 +172,11 @@ class DPEPage:
     elements: list[DPEElementDetail] = empty_list()
     element_count: int = 0
     doc_ref: str | None = None
+
+    def __repr__(self) -> str:
+        return f"DPEPage({self.page_index}, {shorten(self.title, 60)!r}, {len(self.elements)} elements, uri={self.uri!r})"
+
+    def _repr_html_(self) -> str:
+        rows = [(e.element_id, e.category, e.summary) for e in self.elements]
+        heading = f"<strong>{html.escape(self.title)}</strong> (page {self.page_index})"
+        return heading + html_table(("element", "category", "summary"), rows, f"{len(self.elements)} elements")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 import attrs
 
+from ._display import shorten
 from ._fields import empty_list, field, wire_model
 from .content import ContentBlock, TextContent
 
@@ -107,6 +109,19 @@ class CallToolResult:
     def error_code(self) -> int | None:
         code = (self.meta or {}).get("error_code")
         return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+    def __repr__(self) -> str:
+        code = f", error_code={self.error_code}" if self.error_code is not None else ""
+        return f"CallToolResult(text={shorten(self.text, 80)!r}, is_error={self.is_error}{code})"
+
+    def _repr_html_(self) -> str:
+        code = f" [{self.error_code}]" if self.error_code is not None else ""
+        status = f"<strong>tool error{code}</strong>" if self.is_error else ""
+        shown = [html.escape(self.text)] if self.text else []
+        shown += [f"[{html.escape(block.type)} content]" for block in self.content if not isinstance(block, TextContent)]
+        if self.structured_content is not None and not self.text:
+            shown.append(html.escape(json.dumps(self.structured_content, ensure_ascii=False, indent=2)))
+        return status + "<pre>" + "\n".join(shown) + "</pre>"
 
     @classmethod
     def failure(cls, code: int, message: str, **markers: Any) -> CallToolResult:
