@@ -55,7 +55,8 @@ def server(no_leaks: None) -> Iterator[SMCPServer]:
 
 def test_the_cli_prompt_shows_the_labels_and_passes_the_picked_value(server: SMCPServer, tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"servers": [stdio_config("tools", "--prefix", "${input:region}")], "inputs": [REGION]}))
+    servers = [stdio_config("tools", "--prefix", "${input:region}")]
+    config.write_text(json.dumps({"servers": servers, "inputs": [REGION]}))
     terminal, child_side = pty.openpty()
     argv = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())", "computer",
             "--config", str(config), "--url", server.url, "--office", "o", "--name", "c", "--json"]  # fmt: skip
