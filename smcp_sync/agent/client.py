@@ -53,7 +53,7 @@ from .finder import FinderMethods
 from .blobs import BlobMethods
 from .notifications import Notifications
 from .refresher import Refresher
-from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
+from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id
 from .resources import ResourceMethods
 from .skills import SkillMethods
 from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCallFuture, ToolCalls
@@ -319,8 +319,8 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     def _refresh(self, computer: str, fetch: Callable[..., Any]) -> None:
         try:
             fetch(computer, timeout=REFRESH_TIMEOUT)
-        except ExtensionNotSupportedError:
-            pass  # e.g. a Finder prefetch from an official Computer: nothing to cache, it is still here
+        except (ExtensionNotSupportedError, NotHandledError):
+            pass  # a Finder prefetch from an official Computer, skills from a 0.1.x one: it is still here
         except (NotFoundError, OfficeError):
             self._forget(computer)  # left, or we did: nothing to cache
         except NotConnectedError:

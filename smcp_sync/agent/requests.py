@@ -4,7 +4,8 @@ Every request carries a fresh `req_id`; an answer model that has a `req_id` must
 the same one. An answer that does not fit its model is the peer's fault, so it is a 500
 (`InternalError`), not the 400 the codec raises for bad input. An empty answer is what
 python-socketio peers send for events they have no handler for (the official SDK's
-Server for `client:get_config`, its Computer for the extension events): 404.
+Server for `client:get_config`, its Computer for the extension events, a 0.1.x Computer
+for the skill events): 404, as `NotHandledError`.
 
 An smcp_sync extension event (`protocol.extensions`) is not sent to a Server that did not
 advertise it (an official SDK's, which would leave it unanswered): it fails at once with
@@ -30,6 +31,10 @@ T = TypeVar("T")
 DEFAULT_AGENT_REQUEST_TIMEOUT = DEFAULT_REQUEST_TIMEOUT + AGENT_TIMEOUT_BUFFER
 
 
+class NotHandledError(NotFoundError):
+    """The peer answered with nothing: it has no handler for the event (it is still there)."""
+
+
 def new_req_id() -> str:
     return uuid.uuid4().hex
 
@@ -45,7 +50,7 @@ def ask(connection: Connection, event: str, request: Any, answer_type: type[T], 
             raise ExtensionNotSupportedError(exc.message, details=exc.details) from None
         raise
     if answer is None:
-        raise NotFoundError(f"empty answer to {event}: the Server or Computer does not handle it", details={"event": event})
+        raise NotHandledError(f"empty answer to {event}: the Server or Computer does not handle it", details={"event": event})
     try:
         result = from_wire(answer_type, answer)
     except BadRequestError as exc:

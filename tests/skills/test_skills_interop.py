@@ -12,6 +12,7 @@ from typing import Any, Iterator
 import pytest
 
 from smcp_sync import Computer
+from smcp_sync.agent.requests import NotHandledError
 from smcp_sync.protocol.errors import SMCPError
 
 from computer.helpers import RESOURCE_SERVER, stdio_config, write_state
@@ -93,3 +94,22 @@ def test_our_agent_reads_their_computers_skills(
                 with pytest.raises(SMCPError) as caught:
                     agent.get_skill("c-theirs", name, rel_path, timeout=30)
                 assert caught.value.code == code
+
+
+def test_a_computer_without_skills_keeps_its_cached_tools(spawn: Any) -> None:
+    """A 0.1.6 Computer answers the skill events it does not know with an empty ack: the
+    Agent's skills refresh finds nothing to cache, and must not take that for a Computer
+    that left (its tools stay cached)."""
+    from interop.harness import echo_mcp_config
+    from interop.venv import LEGACY, official_sdk_python
+
+    legacy = official_sdk_python(LEGACY)
+    with serving(auth=KEY) as server:
+        spawn(start_official_computer(legacy, server.url, "o-old", "c-old", echo_mcp_config(legacy), auth_via="auth"))
+        with joined_agent("a-ours", server.url, "o-old", timeout=20, auth={"api_key": KEY}) as agent:
+            tools = agent.tool_cache.wait_for("c-old", 30)
+            assert tools
+            with pytest.raises(NotHandledError):
+                agent.get_skills("c-old", timeout=20)
+            agent._refresh("c-old", agent.get_skills)  # what a notice's refresh lane runs
+            assert agent.tool_cache.get("c-old") == tools
