@@ -69,8 +69,9 @@ def spawn_environment(env: Mapping[str, str] | None, env_file: str | None, serve
 
 def check_env_file(config: MCPServerConfig) -> None:
     """Refuse a stdio config whose envFile cannot be read now (it is read again at each
-    spawn); an envFile on another transport has no process to go to (warned, as in 0.4.2)."""
-    if not config.env_file:
+    spawn; a disabled server is never spawned); an envFile on another transport has no
+    process to go to (warned, as in 0.4.2)."""
+    if not config.env_file or config.disabled:
         return
     server = config.bundle_id or config.name
     if isinstance(config, StdioServerConfig):

@@ -67,6 +67,7 @@ def test_a_missing_file_is_a_config_error_naming_the_server_and_the_path(tmp_pat
         Computer("c", [stdio_config("tools", envFile=str(missing))])
     assert refused.value.code == 400 and refused.value.details == {"field": "envFile", "mcp_server": "tools"}
     assert refused.value.message == f"MCP server 'tools': cannot read its envFile {str(missing)!r}: No such file or directory"
+    Computer("c", [stdio_config("tools", envFile=str(missing), disabled=True)])  # never spawned: not read
 
 
 def test_a_file_removed_after_loading_fails_that_start_saying_why(computer_factory, tmp_path: Path) -> None:
