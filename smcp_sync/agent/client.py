@@ -272,6 +272,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
             return
         if event == events.LEAVE_OFFICE_NOTIFICATION:
             self._refresher.forget(("computer", computer))
+            self._refresher.forget(("skills", computer))
             self._forget(computer)
             return
         self._request_refresh(
@@ -283,17 +284,21 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         )
 
     def _request_refresh(self, computer: str, *, tools: bool, desktop: bool, finder: bool, skills: bool) -> None:
-        """Re-fetch the chosen caches of `computer` on its refresh lane."""
+        """Re-fetch the chosen caches of `computer` on its refresh lane; its skills on a
+        lane of their own, since a Computer of an older protocol may never answer them and
+        must not hold up its tool refreshes meanwhile."""
         jobs: dict[str, Callable[[], None]] = {}
         for kind, wanted, fetch in (
             ("tools", tools, self.get_tools),
             ("desktop", desktop, self.get_desktop),
             ("finder", finder, self.get_finder),
-            ("skills", skills, self.get_skills),
         ):
             if wanted:
                 jobs[kind] = functools.partial(self._refresh, computer, fetch)
         self._refresher.request(("computer", computer), jobs)
+        if skills:
+            skills_job = functools.partial(self._refresh, computer, self.get_skills)
+            self._refresher.request(("skills", computer), {"skills": skills_job})
 
     def _request_resync(self) -> None:
         self._refresher.request(("office",), {"resync": self._resync})
