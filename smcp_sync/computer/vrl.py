@@ -112,7 +112,7 @@ def tool_event(result: CallToolResult, tool: str, params: Mapping[str, Any]) -> 
 
 
 def _dumped_block(block: dict[str, Any]) -> dict[str, Any]:
-    dumped = _with_nulls(block, _BLOCK_KEYS.get(block.get("type"), ("annotations", "meta")))
+    dumped = _with_nulls(block, _BLOCK_KEYS.get(str(block.get("type")), ("annotations", "meta")))
     if isinstance(dumped.get("resource"), dict):
         dumped["resource"] = _with_nulls(dumped["resource"], _RESOURCE_KEYS)
     if isinstance(dumped.get("annotations"), dict):
