@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import re
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
@@ -57,9 +58,11 @@ Signature = tuple[int, int]  # (mtime in ns, size): what tells an edit apart
 
 
 def doc_ref_for(relative_path: str) -> str:
-    """The doc_ref of the file at `relative_path` (POSIX, relative to the root)."""
-    stem = str(PurePosixPath(relative_path).with_suffix(""))
-    slug = "-".join(re.findall(r"[a-z0-9]+", stem.lower()))[:MAX_SLUG].strip("-") or "doc"
+    """The doc_ref of the file at `relative_path` (POSIX, relative to the root): the
+    path's letters and digits in any script (``2026-q1-经营报告``; a URI percent-encodes
+    them, `dpe_uri`) and a short hash that keeps similar names apart."""
+    stem = unicodedata.normalize("NFC", str(PurePosixPath(relative_path).with_suffix("")))  # é, not e + accent
+    slug = "-".join(re.findall(r"[^\W_]+", stem.lower()))[:MAX_SLUG].strip("-") or "doc"
     digest = hashlib.sha1(relative_path.encode("utf-8")).hexdigest()[:6]
     return f"{slug}-{digest}"
 

@@ -1,0 +1,59 @@
+"""What `pip install .` and an sdist get: built with setuptools' own PEP 517 hooks from a
+copy of the sources, as pip or `python -m build` would."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = ["setup.cfg", "setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "tox.ini"]
+FOLDERS = ["smcp_sync", "tests", "examples", "benchmarks"]
+#: The sdist by setuptools' hook here (no `wheel` package needed); the wheel by pip in
+#: an isolated build with the setuptools pyproject.toml asks for, verbose for its warnings.
+SDIST = "from setuptools import build_meta; print(build_meta.build_sdist('dist'))"
+WHEEL = [sys.executable, "-m", "pip", "wheel", "--use-pep517", "--no-deps", "--verbose", "--wheel-dir", "dist", "."]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    source = tmp_path_factory.mktemp("source")
+    for name in FILES:
+        shutil.copy(REPO / name, source / name)
+    for name in FOLDERS:
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    sdist = subprocess.run([sys.executable, "-c", SDIST], cwd=source, capture_output=True, text=True, timeout=60)
+    assert sdist.returncode == 0, sdist.stderr
+    wheel = subprocess.run(WHEEL, cwd=source, capture_output=True, text=True, timeout=110)
+    assert wheel.returncode == 0, wheel.stderr
+    [built_wheel] = (source / "dist").glob("*.whl")
+    return source / "dist" / sdist.stdout.split()[-1], built_wheel, sdist.stdout + sdist.stderr + wheel.stdout + wheel.stderr
+
+
+def test_setuptools_has_nothing_to_warn_about_package_data(built: tuple[Path, Path, str]) -> None:
+    _, wheel, log = built
+    assert "absent from the `packages` configuration" not in log
+    assert "License classifiers are deprecated" not in log
+    listed = zipfile.ZipFile(wheel).namelist()
+    assert "smcp_sync/demo/documents/images/bridge-threads.svg" in listed and "smcp_sync/py.typed" in listed
+    assert not [name for name in listed if name.startswith(("tests/", "examples/"))]
+
+
+def test_the_sdist_carries_the_whole_test_suite(built: tuple[Path, Path, str]) -> None:
+    sdist, _, _ = built
+    with tarfile.open(sdist) as archive:
+        root = archive.getnames()[0].split("/")[0]
+        carried = {name.removeprefix(f"{root}/") for name in archive.getnames()}
+    suite = {str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    suite = {name for name in suite if not any(part.startswith(".") for part in Path(name).parts)}
+    assert suite - carried == set()
+    assert {"tests/conftest.py", "tox.ini", "MANIFEST.in"} <= carried
+    assert not [name for name in carried if name.endswith(".pyc")]
