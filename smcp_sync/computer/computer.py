@@ -159,7 +159,7 @@ class Computer:
         self._finder = finder_channel(self._manager, request_timeout, cold_wait)
         self._skill_home = SkillHome(skill_home)
         self._skills = skills_channel(self._manager, self._skill_home, request_timeout, cold_wait)
-        self._user_skills = UserSkills(Path(user_skills)) if user_skills is not None else None
+        self._user_skills = UserSkills(Path(user_skills).expanduser()) if user_skills is not None else None
         self._skill_max_size = skill_max_size
         #: Text files of skills up to this many bytes are answered inline, others as blobs.
         self.skill_inline_budget = skill_inline_budget

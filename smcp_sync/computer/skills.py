@@ -105,7 +105,7 @@ class SkillHome:
     temporary one made on first use and removed by `close()`."""
 
     def __init__(self, folder: str | Path | None = None) -> None:
-        self._given = Path(folder).resolve() if folder is not None else None
+        self._given = Path(folder).expanduser().resolve() if folder is not None else None
         self._made: Path | None = None
         self._lock = threading.Lock()
 
