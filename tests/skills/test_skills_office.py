@@ -210,3 +210,30 @@ def test_a_changed_skill_list_is_announced_and_the_cache_follows(office: dict[st
     names = [s.name for s in agent.skill_cache.wait_for("skilled", T, unlike=agent.skill_cache.get("skilled")) or ()]
     assert "mcp:Skill_Tools:extra" in names
     assert agent.get_skill("skilled", "mcp:Skill_Tools:extra", timeout=T).body == "More.\n"
+
+
+def test_an_edited_package_is_announced_and_read_anew(office: dict[str, Any]) -> None:
+    """The server says the package changed (resources/updated for its root): re-staged, announced."""
+    agent, notices, review = office["agent"], office["notices"], office["review"]
+    seen = notices.count
+    checklist = review / "references" / "checklist.md"
+    checklist.write_text("- tests pass\n- docs updated\n", encoding="utf-8")
+    result = agent.call_tool("skilled", "Skill_Tools__touch", {"uri": "skill://com.test.skills/code-review"}, timeout=T)
+    assert not result.is_error, result.text
+    notices.wait_beyond(seen)
+    answer = agent.get_skill("skilled", "mcp:Skill_Tools:code-review", "references/checklist.md", timeout=T)
+    assert answer.body == "- tests pass\n- docs updated\n"
+
+
+def test_a_stopped_server_takes_its_skills_out_until_it_is_back(office: dict[str, Any]) -> None:
+    agent, computer = office["agent"], office["computer"]
+    computer.stop_server("remote")
+    try:
+        assert "mcp:remote:notes" not in [s.name for s in agent.get_skills("skilled", timeout=T)]
+        with pytest.raises(SMCPError) as caught:
+            agent.get_skill("skilled", "mcp:remote:notes", timeout=T)
+        assert caught.value.code == 4014
+    finally:
+        computer.start_server("remote", timeout=T)
+    assert "mcp:remote:notes" in [s.name for s in agent.get_skills("skilled", timeout=T)]
+    assert agent.get_skill("skilled", "mcp:remote:notes", timeout=T).body == "Write things down.\n"

@@ -1,0 +1,83 @@
+"""The SKILL channel's rules without a network: the name lexer (skill.md §1.4, the spec's
+examples), SKILL.md front matter, MIME types (§6.4) and the package sandbox (§9.2)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from smcp_sync.computer.skill_files import skill_resource, split_skill_md
+from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.protocol.skill_mime import is_text_mime, mime_type_of
+from smcp_sync.protocol.skill_name import check_skill_name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["my-helper", "acme-audit:audit", "mcp:tfrobot-tools:code-review", "mcp:my_api:csv-aggregator",
+     "mcp:bundle_a1b2c3d4e5f60718:summarize", "mcp:skill", "a" * 64],
+)
+def test_the_lexer_accepts_the_specs_names(name: str) -> None:
+    assert check_skill_name(name) == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["bad name!!", "", "a:b:c", "a:b:c:d", "mcp:a__b:c", "mcp:a.b:c", "mcp::c", "-x", "x-", "a--b", "Upper",
+     "a" * 65, "mcp:ok:Bad", 42, None],
+)
+def test_the_lexer_refuses_everything_else_with_4016(name: object) -> None:
+    with pytest.raises(SMCPError) as caught:
+        check_skill_name(name)
+    assert caught.value.code == 4016 and "name" in caught.value.details
+
+
+def test_front_matter_fields_and_the_body_after_it() -> None:
+    text = (
+        "---\nname: code-review\ndescription: 'Reviews: code'\nallowed-tools:\n  - Read\n  - Grep\n"
+        "metadata:\n  author: me\n# a comment\nodd line\n---\n# Body\r\nkept as is\n"
+    )
+    front, body = split_skill_md(text)
+    assert front == {"name": "code-review", "description": "Reviews: code", "allowed-tools": ["Read", "Grep"],
+                     "metadata": {"author": "me"}}
+    assert body == "# Body\r\nkept as is\n"
+    assert split_skill_md("no front matter\n") == ({}, "no front matter\n")
+    assert split_skill_md("---\nname: x\nnever closed\n") == ({}, "---\nname: x\nnever closed\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "mime", "text"),
+    [("a.md", "text/markdown", True), ("b.YAML", "application/yaml", True), ("c.toml", "application/toml", True),
+     ("d.json", "application/json", True), ("e.svg", "image/svg+xml", True), ("f.png", "image/png", False),
+     ("g", "application/octet-stream", False), ("h.rst", "text/x-rst", True)],
+)
+def test_mime_types_come_from_the_fixed_table(path: str, mime: str, text: bool) -> None:
+    assert mime_type_of(path) == mime and is_text_mime(mime) is text
+    assert is_text_mime("application/vnd.acme+json; charset=utf-8")
+
+
+def test_the_sandbox_checks_traversal_before_forbidden_before_not_found(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: pkg\n---\nbody\n", encoding="utf-8")
+    (root / "sub" / "data.bin").write_bytes(b"\1\2\3")
+    (tmp_path / "outside.txt").write_text("secret", encoding="utf-8")
+    os.symlink(tmp_path / "outside.txt", root / "link.txt")
+    os.symlink(root / "sub" / "data.bin", root / "inner-link.bin")  # a link that stays inside is fine
+    cases = {"../outside.txt": "traversal", "link.txt": "traversal", "sub/../../outside.txt": "traversal",
+             "..\\outside.txt": "traversal", ".skillenv": "forbidden", "sub/.skillenv/x": "forbidden",
+             "sub/none.md": "not_found", "sub": "not_found"}
+    for rel_path, reason in cases.items():
+        with pytest.raises(SMCPError) as caught:
+            skill_resource(root, rel_path, 1 << 20)
+        assert (caught.value.code, caught.value.details["reason"]) == (4017, reason), rel_path
+    entry = skill_resource(root, "SKILL.md", 1 << 20)
+    assert (entry.total_size, entry.read(0, 100)) == (5, b"body\n")
+    inner = skill_resource(root, "inner-link.bin", 1 << 20)
+    assert (inner.sha256, inner.read(1, 5)) == (hashlib.sha256(b"\1\2\3").hexdigest(), b"\2\3")
+    (root / "sub" / "data.bin").unlink()
+    with pytest.raises(OSError):  # a blob handle's later read runs the sandbox again
+        inner.read(0, 3)
