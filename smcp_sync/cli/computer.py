@@ -2,7 +2,7 @@
 
     smcp-sync computer --config FILE --url URL --office OFFICE --name NAME
                        [--inputs FILE] [--input ID=VALUE ...] [--api-key KEY]
-                       [--landing-folder DIR]
+                       [--landing-folder DIR] [--user-skills DIR] [--skill-home DIR]
 
 --config holds the official A2C-SMCP SDK's JSON: one MCP server config, a list of them,
 or {"servers": [...], "inputs": [...]}; --inputs an input definition or a list of them.
@@ -49,6 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--landing-folder", metavar="DIR", help="where agents' uploads (client:put_blob) land; without it they are refused"
+    )
+    parser.add_argument(
+        "--user-skills", metavar="DIR", help="a folder of your own SKILL packages (DIR/<skill>/SKILL.md)"
+    )
+    parser.add_argument(
+        "--skill-home", metavar="DIR", help="where SKILL packages MCP servers serve as resources are written"
     )
     parser.add_argument(
         "--allow-failed-servers",
@@ -99,6 +105,8 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
         input_values=values,
         input_resolver=_ask_on_terminal if sys.stdin.isatty() else None,
         landing_folder=args.landing_folder,
+        user_skills=args.user_skills,
+        skill_home=args.skill_home,
     )
     for index, server in enumerate(config.servers):
         try:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -58,3 +61,29 @@ def test_bad_names_and_paths_fail_with_the_spec_code(url: str, capsys: Any) -> N
     assert "4016" in capsys.readouterr().err
     assert main(agent_cli(url, "skill", "desk", "my-helper", "--rel-path", "../x")) == 1
     assert "4017" in capsys.readouterr().err
+
+
+def test_the_computer_command_offers_the_users_skills(tmp_path: Path, capsys: Any) -> None:
+    """`smcp-sync computer --user-skills DIR` as a process; our Agent CLI lists its skills."""
+    package = tmp_path / "skills" / "shell-tips"
+    package.mkdir(parents=True)
+    (package / "SKILL.md").write_text("---\nname: shell-tips\ndescription: Shell tips\n---\nUse set -e.\n", "utf-8")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": []}), encoding="utf-8")
+    with serving() as server:
+        command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())", "computer",
+                   "--config", str(config), "--url", server.url, "--office", OFFICE, "--name", "cli-desk",
+                   "--user-skills", str(tmp_path / "skills"), "--skill-home", str(tmp_path / "home")]
+        proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout is not None and "joined office" in proc.stdout.readline()
+            assert main(agent_cli(server.url, "skills", "cli-desk")) == 0
+            assert main(agent_cli(server.url, "skill", "cli-desk", "shell-tips")) == 0
+            assert capsys.readouterr().out == "shell-tips\tuser\tShell tips\nUse set -e.\n\n"
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0
+            proc.stdout.close()
+            proc.stderr.close()
