@@ -65,9 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from . import EXIT_FAILURE, EXIT_OK  # here: the package imports this module
-    from ..demo.display import JsonDisplay, TextDisplay  # here: the other commands need no MCP SDK (~1 s)
-    from ..demo.stage import DemoStage, StageSettings
-    from ..demo.steps import Walkthrough
+    try:  # here: the other commands need no MCP SDK (~1 s); and the demo's Server the `server` extra
+        from ..demo.display import JsonDisplay, TextDisplay
+        from ..demo.stage import DemoStage, StageSettings
+        from ..demo.steps import Walkthrough
+    except ImportError as exc:
+        return fail("demo", str(exc), EXIT_FAILURE)
 
     problem = port_problem(HOST, args.port)
     if problem:

@@ -11,14 +11,13 @@ import json
 import sys
 
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
-from ..server import APIKeyAuth, SMCPServer
-from ..server.auth import KEY_FIELDS, KEY_HEADERS
-from ..server.app import DEFAULT_SERVE_THREADS
+from ..server.auth import KEY_FIELDS, KEY_HEADERS, APIKeyAuth
 from ..server.limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_SEND_BACKLOG,
+    DEFAULT_SERVE_THREADS,
 )
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
 
@@ -109,6 +108,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from . import EXIT_FAILURE, EXIT_OK  # here: the package imports this module
 
+    try:
+        from ..server.app import SMCPServer  # here: the `server` extra, which agent/computer need not
+    except ImportError as exc:
+        return fail("server", str(exc), EXIT_FAILURE)
     problem = port_problem(args.host, args.port)
     if problem:
         return fail("server", problem, EXIT_FAILURE)

@@ -19,10 +19,9 @@ from ..protocol.errors import NotFoundError
 from ..protocol.events import NAMESPACE
 from .answers import answer_with_error_object, answer_with_join_ack
 from .auth import AuthProvider, as_provider
-from .background_http import BackgroundHTTPServer
 from .broadcasts import Broadcasts
 from .engine import SocketIOServer, StoppableRedisManager
-from .gunicorn_runner import GunicornServer
+from .extra import server_extra
 from .handshake import VersionGate
 from .limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
@@ -30,6 +29,7 @@ from .limits import (
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_SEND_BACKLOG,
     DEFAULT_READ_TIMEOUT,
+    DEFAULT_SERVE_THREADS,
     ServerLimits,
 )
 from .membership import Membership
@@ -40,14 +40,14 @@ from .registry import InMemoryRegistry, OfficeRegistry
 from .request_deadlines import RequestDeadlines
 from .routing import Router
 
+with server_extra():  # werkzeug and gunicorn: pip install 'smcp_sync[server]'
+    from .background_http import BackgroundHTTPServer
+    from .gunicorn_runner import GunicornServer
+
 logger = logging.getLogger(__name__)
 
 #: Engine.IO's default (1 MB) drops the connection on one big tool result or document page.
 DEFAULT_MAX_HTTP_BUFFER_SIZE = 16 * 1024 * 1024
-#: Worker threads of `serve()`; each open connection holds one, and they start on demand.
-#: Well above the per-address cap: with 100, 200 hostile sockets from a few addresses kept
-#: a legitimate Agent waiting ~10 s (benchmarks/README.md, run G).
-DEFAULT_SERVE_THREADS = 400
 #: How long `stop()` waits for connection threads to finish.
 STOP_TIMEOUT = 5.0
 

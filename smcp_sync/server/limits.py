@@ -25,6 +25,10 @@ DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_MAX_CONNECTIONS_PER_IP = 100
 #: Bytes of messages waiting to be sent to one client; past it the client is dropped.
 DEFAULT_MAX_SEND_BACKLOG = 32 * 1024 * 1024
+#: Worker threads of `serve()`; each open connection holds one, and they start on demand.
+#: Well above the per-address cap: with 100, 200 hostile sockets from a few addresses kept
+#: a legitimate Agent waiting ~10 s (benchmarks/README.md, run G).
+DEFAULT_SERVE_THREADS = 400
 
 
 def _positive(instance: object, attribute: attrs.Attribute, value: float) -> None:
