@@ -2,8 +2,9 @@
 version middleware on, and 0.1.6), calling that version's Computer.
 
 Server and Computer run as child processes in that version's virtualenv, once per module
-and version (`tests/interop`); each test joins its own Agent. The last test has their
-Computer come, change and go on our Server instead. Our Agent presents the key
+and version (`tests/interop`); each test joins its own Agent. Three tests use other
+Servers: their gate made to speak another version, our Server with their Computer coming,
+changing and going, and their stock async Server (uvicorn) with its default auth. Our Agent presents the key
 where that Server reads it by default (`OfficialPeer.server_auth`: 0.4.2 ``auth.token``;
 0.1.6's harness Server ``auth.access_token``, as its stock provider refuses every WSGI
 client) and, for 0.4.2, passes its version gate. Wire facts: `tests/interop/WIRE_NOTES.md`
