@@ -19,6 +19,19 @@ CLIENT_REQUESTS = {
         "ref": {"type": "ref/resource", "uri": "dpe://srv/{doc_ref}"},
         "argument": {"name": "doc_ref", "value": "a"},
     },
+    events.GET_SKILLS: {"agent": "a1", "req_id": "r", "computer": "c1"},
+    events.GET_SKILL: {"agent": "a1", "req_id": "r", "computer": "c1", "name": "mcp:srv:notes", "rel_path": "SKILL.md"},
+    events.GET_BLOB: {"agent": "a1", "req_id": "r", "computer": "c1", "blob_handle": "blob_x", "chunk_offset": 0},
+    events.PUT_BLOB: {
+        "agent": "a1",
+        "req_id": "r",
+        "computer": "c1",
+        "chunk_offset": 0,
+        "eof": True,
+        "blob": "aGk=",
+        "total_size": 2,
+        "sha256": "8f434346648f6b96df89dda901c5176b10a6d83961dd3c1ac88b59b2dc327aa4",
+    },
 }
 assert set(CLIENT_REQUESTS) == events.CLIENT_EVENTS
 
