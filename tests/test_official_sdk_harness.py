@@ -253,10 +253,19 @@ def test_official_server_rules(official_python, official_server, spawn):
         )
     )
     agent.wait_for({"event": "result", "op": "leave"}, 60)
-    second = run_official_agent(official_python, official_server.url, "o-r1", "a-r1b", [])
-    clash = run_official_agent(official_python, official_server.url, "o-r9", "c-r2", [])
-    header_only = run_official_agent(official_python, official_server.url, "o-r9", "a-hdr", [], auth_via="header")
-    wrong_key = run_official_agent(official_python, official_server.url, "o-r9", "a-bad", [], api_key="wrong")
+    # Four independent short-lived Agents, run side by side.
+    others = [
+        spawn(start_official_agent(official_python, official_server.url, office, name, [], **options))
+        for office, name, options in (
+            ("o-r1", "a-r1b", {}),
+            ("o-r9", "c-r2", {}),
+            ("o-r9", "a-hdr", {"auth_via": "header"}),
+            ("o-r9", "a-bad", {"api_key": "wrong"}),
+        )
+    ]
+    for other in others:
+        other.wait_for(lambda e: e.get("event") in ("exit", "connect_failed"), 90)
+    second, clash, header_only, wrong_key = (other.snapshot() for other in others)
     agent.stop(grace=0)
 
     results = agent_results(agent.snapshot())
