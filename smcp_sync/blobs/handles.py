@@ -3,8 +3,9 @@
 A handle is an opaque random token (nothing in it can be decoded into a path), valid for
 a bounded time and only for the office and Agent it was minted for: any other caller,
 a forged token and an expired one all get 4018 without a byte of the source. Expired
-handles are dropped when handles are minted or looked up; their tokens are remembered (a
-bounded number) so a late reader learns "gone" rather than "invalid".
+handles are dropped when handles are minted or looked up, and the oldest ones when more
+than `max_handles` live or their in-memory bytes pass `max_memory`; dropped tokens are
+remembered (a bounded number) so a late reader learns "gone" rather than "invalid".
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from .source import BlobSource
 DEFAULT_HANDLE_TTL = 600.0
 #: Live handles kept at most; minting one more drops the oldest.
 DEFAULT_MAX_HANDLES = 1024
+#: Bytes of in-memory sources (e.g. tool results) kept at most; the oldest go first.
+DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 _REMEMBERED_EXPIRED = 4096
 _PREFIX = "blob_"
 
@@ -52,12 +55,15 @@ class BlobHandles:
         self,
         ttl: float = DEFAULT_HANDLE_TTL,
         max_handles: int = DEFAULT_MAX_HANDLES,
+        max_memory: int = DEFAULT_MAX_MEMORY,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not ttl > 0 or max_handles < 1:
             raise ValueError("a blob handle registry needs ttl > 0 and max_handles >= 1")
         self._ttl = ttl
         self._max_handles = max_handles
+        self._max_memory = max_memory
+        self._memory = 0
         self._clock = clock
         self._lock = threading.Lock()
         self._live: collections.OrderedDict[str, MintedBlob] = collections.OrderedDict()
@@ -66,14 +72,17 @@ class BlobHandles:
     def mint(self, source: BlobSource, *, office_id: str, agent: str, mime_type: str) -> MintedBlob:
         """A new handle for `source`, readable by `agent` in `office_id` only."""
         handle = _PREFIX + secrets.token_urlsafe(32)
+        memory = source.size if source.in_memory else 0
         with self._lock:
             self._drop_expired()
-            while len(self._live) >= self._max_handles:
-                oldest, _ = self._live.popitem(last=False)
-                self._expired.append(oldest)
+            while self._live and (
+                len(self._live) >= self._max_handles or self._memory + memory > self._max_memory
+            ):
+                self._drop(next(iter(self._live)))
             minted = MintedBlob(handle, source, mime_type or "application/octet-stream", office_id, agent,
                                 self._clock() + self._ttl)
             self._live[handle] = minted
+            self._memory += memory
         return minted
 
     def resolve(self, handle: str, *, office_id: str | None, agent: str) -> MintedBlob:
@@ -91,8 +100,8 @@ class BlobHandles:
 
     def discard(self, handle: str) -> None:
         with self._lock:
-            if self._live.pop(handle, None) is not None:
-                self._expired.append(handle)
+            if handle in self._live:
+                self._drop(handle)
 
     def _drop_expired(self) -> None:
         now = self._clock()
@@ -100,5 +109,11 @@ class BlobHandles:
             handle, oldest = next(iter(self._live.items()))
             if oldest.expires_at > now:
                 return
-            del self._live[handle]
-            self._expired.append(handle)
+            self._drop(handle)
+
+    def _drop(self, handle: str) -> None:
+        """(lock held) Forget a live handle, remembering its token as gone."""
+        source = self._live.pop(handle).source
+        if source.in_memory:
+            self._memory -= source.size
+        self._expired.append(handle)

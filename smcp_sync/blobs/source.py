@@ -22,10 +22,12 @@ class BlobSource:
     """`size` bytes readable by range; `read(offset, length)` may return fewer bytes
     only at the end. Raises `OSError` when the bytes are no longer there."""
 
-    def __init__(self, size: int, read: RangeReader, sha256: str | None = None) -> None:
+    def __init__(self, size: int, read: RangeReader, sha256: str | None = None, *, in_memory: bool = False) -> None:
         if size < 0:
             raise ValueError(f"a blob source cannot have a negative size ({size})")
         self.size = size
+        #: Whether the bytes are held in memory (they count against `BlobHandles.max_memory`).
+        self.in_memory = in_memory
         self._read = read
         self._sha256 = sha256
         self._hash_lock = threading.Lock()
@@ -47,7 +49,7 @@ class BlobSource:
 
 def from_bytes(data: bytes) -> BlobSource:
     view = bytes(data)
-    return BlobSource(len(view), lambda offset, length: view[offset : offset + length])
+    return BlobSource(len(view), lambda offset, length: view[offset : offset + length], in_memory=True)
 
 
 def from_path(path: str | os.PathLike[str]) -> BlobSource:

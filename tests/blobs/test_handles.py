@@ -77,6 +77,27 @@ def test_an_expired_handle_is_gone_and_its_source_released() -> None:
     assert handle not in handles._live
 
 
+def test_in_memory_bytes_are_bounded_oldest_dropped_first() -> None:
+    handles = BlobHandles(max_memory=2500)
+    first = handles.mint(from_bytes(b"a" * 1000), office_id="o", agent="a", mime_type="").handle
+    second = handles.mint(from_bytes(b"b" * 1000), office_id="o", agent="a", mime_type="").handle
+    third = handles.mint(from_bytes(b"c" * 1000), office_id="o", agent="a", mime_type="").handle
+    with pytest.raises(BlobError) as excinfo:
+        handles.resolve(first, office_id="o", agent="a")
+    assert reason(excinfo) == (4018, "gone")
+    for handle in (second, third):
+        handles.resolve(handle, office_id="o", agent="a")
+
+
+def test_the_number_of_live_handles_is_bounded() -> None:
+    handles = BlobHandles(max_handles=2)
+    minted = [handles.mint(from_bytes(b"x"), office_id="o", agent="a", mime_type="").handle for _ in range(3)]
+    with pytest.raises(BlobError) as excinfo:
+        handles.resolve(minted[0], office_id="o", agent="a")
+    assert reason(excinfo) == (4018, "gone")
+    handles.resolve(minted[2], office_id="o", agent="a")
+
+
 def test_offsets_past_the_end_are_out_of_range_and_the_end_is_an_empty_eof() -> None:
     minted = BlobHandles().mint(from_bytes(DATA), office_id="o", agent="a", mime_type="")
     for offset in (len(DATA) + 1, -1):
