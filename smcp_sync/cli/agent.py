@@ -29,11 +29,9 @@ import contextlib
 import json
 from typing import Any
 
-import attrs
-
 from ..agent import Agent
 from ..agent.resources import check_uri, content_value
-from ..protocol.codec import to_wire
+from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet, GetSkillRet
@@ -197,7 +195,7 @@ def _skill_file(agent: Agent, args: argparse.Namespace) -> GetSkillRet:
     data = agent.get_blob(args.computer, answer.blob_handle, timeout=args.timeout)
     if isinstance(data, bytes) and is_text_mime(answer.mime_type):
         with contextlib.suppress(UnicodeDecodeError):
-            return attrs.evolve(answer, body=data.decode("utf-8"))
+            return from_wire(GetSkillRet, {**to_wire(answer), "body": data.decode("utf-8"), "blob_handle": None})
     return answer
 
 
