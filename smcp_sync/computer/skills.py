@@ -107,10 +107,13 @@ class SkillHome:
     def __init__(self, folder: str | Path | None = None) -> None:
         self._given = Path(folder).expanduser().resolve() if folder is not None else None
         self._made: Path | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def folder(self) -> Path:
         with self._lock:
+            if self._closed:
+                raise OSError("the Computer is closed")
             if self._given is not None:
                 self._given.mkdir(mode=0o700, parents=True, exist_ok=True)
                 return self._given
@@ -120,7 +123,7 @@ class SkillHome:
 
     def close(self) -> None:
         with self._lock:
-            made, self._made = self._made, None
+            made, self._made, self._closed = self._made, None, True
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
 
@@ -143,7 +146,7 @@ class Stager:
                 staged.append(StagedSkill(_mcp_ref(server, uri, root, folder), folder))
             except SMCPError as exc:
                 staged.append(exc)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a file's contents were not base64
                 staged.append(BadRequestError(f"cannot stage it: {exc}"))
         return staged
 
