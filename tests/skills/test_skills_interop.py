@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,7 +16,7 @@ from smcp_sync.agent.requests import NotHandledError
 from smcp_sync.protocol.errors import SMCPError
 
 from computer.helpers import RESOURCE_SERVER, stdio_config, write_state
-from interop.harness import agent_results, by_op, run_official_agent, start_official_computer
+from interop.harness import agent_results, run_official_agent, start_official_computer
 from office_parts import joined_agent, serving
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
