@@ -45,9 +45,6 @@ Ops (each prints ``{"event":"result","index":i,"op":..,"ok":..,...}``):
 * ``get_skills`` computer (0.4.x): SDK ``get_skills()``; ``get_skill`` computer name [rel_path]
   (0.4.x): SDK ``get_skill()`` (it drains a text file's blob handle into ``body`` itself);
   for a binary file's handle ``size`` and ``sha256`` of the bytes ``drain_blob_sync`` returns.
-* ``get_skills`` computer (0.4.x): SDK ``get_skills()``; ``get_skill`` computer name [rel_path]
-  (0.4.x): SDK ``get_skill()`` (it drains a text file's blob handle into ``body`` itself);
-  for a binary file's handle ``size`` and ``sha256`` of the bytes ``drain_blob_sync`` returns.
 * ``cancel`` [req_id]: emits ``server:tool_call_cancel`` {agent, req_id} like the SDK does;
   ``req_id`` defaults to ``"@last"``, the req_id of the last ``client:tool_call`` sent.
 * ``spawn`` steps [label]: run ``steps`` in a background thread (their results are indexed
@@ -264,16 +261,6 @@ def main() -> int:
             ret = agent.put_blob(step["computer"], data, name_hint=step.get("name_hint"), timeout=timeout)
             result = {key: getattr(ret, key) for key in ("landing_path", "total_size", "sha256")}
             return {"ok": True, "result": result, "sha256": hashlib.sha256(data).hexdigest()}
-        if op == "get_skills":
-            return {"ok": True, "result": agent.get_skills(step["computer"], timeout=timeout)}
-        if op == "get_skill":
-            ret = dict(agent.get_skill(step["computer"], step["name"], step.get("rel_path"), timeout=timeout))
-            if "blob_handle" in ret:
-                from a2c_smcp.utils.blob import drain_blob_sync
-
-                data, _ = drain_blob_sync(agent._make_blob_call(), step["computer"], ret["blob_handle"])
-                return {"ok": True, "result": ret, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-            return {"ok": True, "result": ret}
         if op == "get_skills":
             return {"ok": True, "result": agent.get_skills(step["computer"], timeout=timeout)}
         if op == "get_skill":
