@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 from typing import Any
 
 from ..agent import Agent
@@ -49,6 +50,7 @@ from .options import (
     positive_count,
     whole_number,
 )
+from .waiting import terminal, waiting
 
 DEFAULT_NAME = "smcp-sync-cli"
 
@@ -119,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        with Agent(args.name, auth=auth, headers=headers) as agent:
+        noted = terminal(sys.stderr, args.json or args.action == "blob")  # blob: its own progress line
+        with Agent(args.name, auth=auth, headers=headers) as agent, waiting(f"{args.action}: waiting for {args.url}", noted):
             agent.connect(args.url, timeout=args.timeout)
             agent.join_office(args.office, timeout=args.timeout)
             result = _act(agent, args, params)

@@ -24,6 +24,7 @@ from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
 from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail, failure
 from .signals import Terminated, sigterm_raises, wait_for_signals
+from .waiting import terminal, waiting
 
 if TYPE_CHECKING:
     from ..computer import Computer
@@ -78,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
     try:
         with sigterm_raises():
-            computer.start(args.timeout, require_all=not args.allow_failed_servers)
-            computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
+            with waiting(f"starting the MCP servers and joining {args.office!r}", terminal(sys.stderr, args.json)):
+                computer.start(args.timeout, require_all=not args.allow_failed_servers)
+                computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
             print(_summary(computer, args), flush=True)
             wait_for_signals()
     except Terminated:

@@ -21,6 +21,7 @@ Exit codes: 0 every step answered, 1 a step or the start failed, 2 bad arguments
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from ..demo import DEFAULT_OFFICE
 from ..protocol.errors import SMCPError
 from .options import add_json, add_timeout, fail, port_number, port_problem
 from .signals import Terminated, sigterm_raises, wait_for_signals
+from .waiting import terminal, waiting
 
 HOST = "127.0.0.1"  # the demo Server has no API key: never reachable from elsewhere
 DEFAULT_TIMEOUT = 30.0
@@ -78,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     display = JsonDisplay(sys.stdout) if args.json else TextDisplay(sys.stdout)
     settings = StageSettings(documents=args.documents, office=args.office, port=args.port, timeout=args.timeout)
     try:
-        with sigterm_raises(), DemoStage(settings) as stage:
+        with sigterm_raises(), contextlib.closing(DemoStage(settings)) as stage:
+            with waiting("starting the Server, the Computer and its MCP servers", terminal(sys.stderr, args.json)):
+                stage.open()
             display.start(stage.url, stage.office, str(stage.documents))
             walkthrough, failed = Walkthrough(stage, args.timeout), []
             for number, step in enumerate(walkthrough.steps(), 1):
