@@ -1,12 +1,13 @@
 """Blob transfer with the official SDK 0.4.2's Agent through our Server to our Computer:
 its tool call drains our handle by itself, its get_blob and put_blob speak to ours; and
-our Agent fetching the over-budget tool result of their Computer (no uploads that way:
-their Computer takes its landing root only from its settings files)."""
+our Agent fetching the over-budget tool result of their Computer and uploading to it (its
+landing root comes from a settings.json given to it; without one it refuses, 4019)."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import random
 from pathlib import Path
 from typing import Iterator
@@ -97,3 +98,22 @@ def test_our_agent_fetches_their_computers_big_tool_result(their_python, server_
         with pytest.raises(BlobError) as excinfo:
             agent.get_blob("their-pc", "forged")
     assert excinfo.value.code == 4018 and excinfo.value.details.get("reason") == "invalid_handle"
+
+
+def test_our_agent_uploads_to_their_computers_landing_root(their_python, server_url, spawn, tmp_path: Path) -> None:
+    root = tmp_path / "their-landing"
+    root.mkdir()
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"landingRoot": str(root)}))
+    spawn(start_official_computer(their_python, server_url, "up-office", "up-pc", [], auth_via="sdk", settings=settings))
+    spawn(start_official_computer(their_python, server_url, "closed-office", "closed-pc", [], auth_via="sdk"))
+    data = random.Random(4).randbytes(900_000)
+    with joined_agent("our-agent", server_url, "up-office", timeout=T) as agent:
+        answer = agent.put_blob("up-pc", data, name_hint="../ours.bin")
+    landed = Path(answer.landing_path)
+    assert landed.parent.resolve() == root.resolve() and landed.read_bytes() == data
+    assert answer.sha256 == hashlib.sha256(data).hexdigest() and answer.total_size == len(data)
+    with joined_agent("our-agent", server_url, "closed-office", timeout=T) as agent:
+        with pytest.raises(BlobError) as excinfo:
+            agent.put_blob("closed-pc", b"refused")
+    assert excinfo.value.code == 4019 and excinfo.value.details.get("reason") == "forbidden"

@@ -419,9 +419,11 @@ def start_official_computer(
     join: bool = True,
     wait: str | None = "auto",
     timeout: float = 60.0,
+    settings: str | os.PathLike | None = None,
 ) -> JsonLineProcess:
     """Start ``official_computer.py``. ``wait="auto"`` waits for ``joined`` (or ``connected``
-    with ``join=False``); pass ``wait=None`` to return at once, or an event name."""
+    with ``join=False``); pass ``wait=None`` to return at once, or an event name.
+    ``settings``: a settings.json for its flag scope (0.4.x; e.g. ``landingRoot``)."""
     config = mcp_config if isinstance(mcp_config, str) else json.dumps(mcp_config)
     argv = _client_argv(python, "official_computer.py", url, office, name, api_key, auth_via, transports)
     argv += ["--mcp-config", config]
@@ -429,6 +431,8 @@ def start_official_computer(
         argv += ["--confirm", confirm]
     if not join:
         argv.append("--no-join")
+    if settings is not None:
+        argv += ["--settings", str(settings)]
     proc = JsonLineProcess(argv, name=f"official-computer[{name}]", cwd=SCRIPTS)
     if wait == "auto":
         wait = "joined" if join else "connected"

@@ -50,6 +50,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from _common import emit, error_info
 
@@ -68,6 +69,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--mcp-config", required=True, help="JSON, @file or file path")
     parser.add_argument("--confirm", choices=("approve", "deny", "none"), default="approve")
     parser.add_argument("--no-join", action="store_true", help="connect but do not join")
+    parser.add_argument("--settings", help="0.4.x: its flag-scope settings.json (e.g. landingRoot for client:put_blob)")
     return _common.parse_arguments(parser)
 
 
@@ -108,6 +110,7 @@ async def amain(args: argparse.Namespace) -> int:
         auto_connect=True,
         auto_reconnect=True,
         confirm_callback=None if args.confirm == "none" else confirm,
+        **({"flag_settings_path": Path(args.settings)} if args.settings else {}),
     )
     await computer.boot_up()
     tools = await computer.aget_available_tools()
