@@ -38,7 +38,7 @@ class MintedBlob:
     handle: str
     source: BlobSource
     mime_type: str
-    office_id: str
+    office_id: str | None
     agent: str
     expires_at: float
 
@@ -69,8 +69,9 @@ class BlobHandles:
         self._live: collections.OrderedDict[str, MintedBlob] = collections.OrderedDict()
         self._expired: collections.deque[str] = collections.deque(maxlen=_REMEMBERED_EXPIRED)
 
-    def mint(self, source: BlobSource, *, office_id: str, agent: str, mime_type: str) -> MintedBlob:
-        """A new handle for `source`, readable by `agent` in `office_id` only."""
+    def mint(self, source: BlobSource, *, office_id: str | None, agent: str, mime_type: str) -> MintedBlob:
+        """A new handle for `source`, readable by `agent` in `office_id` only (None: a
+        Computer in no office, whose handles no routed request can match)."""
         handle = _PREFIX + secrets.token_urlsafe(32)
         memory = source.size if source.in_memory else 0
         with self._lock:

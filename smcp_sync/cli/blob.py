@@ -39,7 +39,8 @@ def run_blob(agent: Agent, args: argparse.Namespace) -> Any:
     """What the blob command did, as a wire-ready value."""
     progress = terminal_progress(sys.stderr)
     if args.blob_op == "get":
-        path = Path(agent.get_blob(args.computer, args.handle, args.output, progress=progress, timeout=args.timeout))
+        agent.get_blob(args.computer, args.handle, args.output, progress=progress, timeout=args.timeout)
+        path = Path(args.output)
         return {"path": str(path), "total_size": path.stat().st_size, "sha256": _sha256(path)}
     return agent.put_blob(args.computer, args.file, name_hint=args.name_hint, progress=progress, timeout=args.timeout)
 
