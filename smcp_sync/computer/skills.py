@@ -12,7 +12,8 @@ read through the sandbox of `skill_files`:
 * ``mounted``: the server's ``_meta.mount_dir`` is used in place (§3 allows mounting it
   directly; nothing is copied, and every read still passes the sandbox);
 * ``resources``: the root's sub-resources (``skill://host/<skill>/<rel_path>``) are read
-  and written under ``<home>/mcp/<bundle_id>/<leaf>/``, a folder private to the Computer;
+  and written under ``<home>/mcp/<bundle_id>/<digest>/<leaf>/``, a folder private to the
+  Computer (`Stager._write_files` says why the digest);
 * ``archive`` packages are not fetched (logged, left out): this Computer downloads nothing.
 
 A package whose SKILL.md lacks a valid ``name`` or a ``description`` is left out (logged),
@@ -25,6 +26,7 @@ User skills (§1.2, source ``user``, name = the folder's name) are the packages
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import shutil
 import tempfile
@@ -162,21 +164,47 @@ class Stager:
         raise BadRequestError(f"_meta.source {mode!r} packages are not fetched by this Computer")
 
     def _write_files(self, server: str, uri: str, files: Sequence[str]) -> Path:
-        folder = self._home.folder() / "mcp" / server / _path_of(uri).split("/", 1)[0]
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(mode=0o700, parents=True)
-        answers = self._manager.read_resources(server, files, self._timeout)
-        for file_uri, contents in zip(files, answers):
-            if isinstance(contents, SMCPError):
-                raise contents
+        """The package written to ``<home>/mcp/<server>/<digest>/<leaf>/``, `digest` from
+        its contents: a package staged again unchanged is not rewritten, a changed one goes
+        to a new folder, so a reader never sees one half written. A new folder is made
+        under a temporary name and renamed into place (two stagings at once: one wins)."""
+        leaf = _path_of(uri).split("/", 1)[0]
+        contents = self._read_files(server, uri, files)
+        digest = hashlib.sha256()
+        for parts, data in contents:
+            digest.update(f"{'/'.join(parts)}\0{len(data)}\0".encode() + data)
+        parent = self._home.folder() / "mcp" / server
+        staged = parent / digest.hexdigest()[:24]
+        if (staged / leaf).is_dir():
+            return staged / leaf
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fresh = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
+        try:
+            for parts, data in contents:
+                target = fresh.joinpath(leaf, *parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            try:
+                fresh.rename(staged)
+            except OSError:
+                if not (staged / leaf).is_dir():  # not another staging's win: a real failure
+                    raise
+        finally:
+            shutil.rmtree(fresh, ignore_errors=True)
+        return staged / leaf
+
+    def _read_files(self, server: str, uri: str, files: Sequence[str]) -> list[tuple[tuple[str, ...], bytes]]:
+        """Each file under the root `uri`: its path parts inside the package and bytes."""
+        contents = []
+        for file_uri, answer in zip(files, self._manager.read_resources(server, files, self._timeout)):
+            if isinstance(answer, SMCPError):
+                raise answer
             rel_path = _path_of(file_uri)[len(_path_of(uri)) + 1 :]
             parts = PurePosixPath(rel_path).parts
             if not parts or ".." in parts or PurePosixPath(rel_path).is_absolute():
                 raise BadRequestError(f"{file_uri} names no file inside the package")
-            target = folder.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b"".join(_bytes_of(item) for item in contents))
-        return folder
+            contents.append((parts, b"".join(_bytes_of(item) for item in answer)))
+        return contents
 
 
 def _mcp_ref(server: str, uri: str, root: PackageRoot, folder: Path) -> A2CSkillRef:
