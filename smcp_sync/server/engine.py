@@ -402,9 +402,9 @@ _EVENT_HEADER = re.compile(r"[25](?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<i
 class StoppableRedisManager(socketio.RedisManager):
     """python-socketio's Redis client manager (emits, rooms and acks across Server
     processes) whose listener thread ends on `close()`: the stock one loops for the life
-    of the process. Its private generator `_listen` is wrapped to end the thread once
-    closing, with SystemExit: the quiet way out of a thread (python-socketio's loop
-    catches every Exception, and logs an error when the generator returns)."""
+    of the process. Its private generator `_listen` raises `_ListenerClosed` once closing,
+    which its private `_thread` loop lets through (it catches every Exception, and logs
+    an error when the generator returns) and our `_thread` ends on."""
 
     def __init__(self, url: str, **kwargs: Any) -> None:
         super().__init__(url, **kwargs)
@@ -413,8 +413,14 @@ class StoppableRedisManager(socketio.RedisManager):
     def _listen(self) -> Any:
         for message in super()._listen():
             if self._closing.is_set():
-                raise SystemExit
+                raise _ListenerClosed
             yield message
+
+    def _thread(self) -> None:
+        try:
+            super()._thread()
+        except _ListenerClosed:
+            pass
 
     def close(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
         """End the listener: wake it with a message no Server acts on, then join it (if
@@ -427,3 +433,8 @@ class StoppableRedisManager(socketio.RedisManager):
         thread.join(timeout)
         if thread.is_alive():
             logger.warning("Redis listener thread still running after %.1f s", timeout)
+
+
+class _ListenerClosed(BaseException):
+    """Ends `StoppableRedisManager`'s listener: a BaseException, so python-socketio's
+    `except Exception` retry loop does not catch it."""

@@ -363,7 +363,8 @@ class RedisRegistry(OfficeRegistry):
 
 
 class _RedisErrors:
-    """Turns a Redis failure into a clear 500 for the caller."""
+    """Turns a Redis failure into a clear 500 for the caller. Redis's address goes to the
+    log, not to the client: it is the deployment's internal topology."""
 
     def __init__(self, where: str) -> None:
         self._where = where
@@ -373,9 +374,9 @@ class _RedisErrors:
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
         if isinstance(exc, RedisError):
+            logger.warning("registry: Redis at %s failed a request: %s", self._where, exc)
             raise RegistryUnavailableError(
-                f"the office registry (Redis at {self._where}) is unavailable; try again",
-                details={"registry": "redis"},
+                "the office registry (Redis) is unavailable; try again", details={"registry": "redis"}
             ) from exc
 
 

@@ -63,18 +63,26 @@ class Offices(RuleBasedStateMachine):
     """The system under test next to its model: the office of each agent and computer,
     and the notifications each participant must have received."""
 
+    def open_servers(self) -> list[SMCPServer]:
+        """The started Servers the participants connect to, in turn: one here; several
+        sharing a Redis in tests/scale_out."""
+        server = SMCPServer()
+        server.start()
+        return [server]
+
     @initialize()
     def start(self) -> None:
-        self.server = SMCPServer()
-        self.url = self.server.start()
+        self.servers = self.open_servers()
         self.agents = [Agent(name, reconnect=NO_RECONNECT) for name in AGENT_NAMES]
         self.computers = [BadgeComputer(f"k{i}", name) for i, name in enumerate(COMPUTER_NAMES)]
         self.notes: dict[Any, Notes] = {agent: Notes.of_agent(agent) for agent in self.agents}
         self.notes.update((computer, computer.notes) for computer in self.computers)
+        participants = [*self.agents, *self.computers]
+        self.home = {p: self.servers[i % len(self.servers)] for i, p in enumerate(participants)}
         for agent in self.agents:
-            agent.connect(self.url, timeout=TIMEOUT)
+            agent.connect(self.home[agent].url, timeout=TIMEOUT)
         for computer in self.computers:
-            computer.connection.connect(self.url, timeout=TIMEOUT)
+            computer.connection.connect(self.home[computer].url, timeout=TIMEOUT)
         self.office: dict[Any, str | None] = dict.fromkeys([*self.agents, *self.computers])
         self.expected: dict[Any, collections.Counter[Note]] = {p: collections.Counter() for p in self.office}
 
@@ -130,9 +138,9 @@ class Offices(RuleBasedStateMachine):
             # The Server handles the disconnect on its own thread, and the session leaves
             # its Socket.IO rooms only after the leave was announced: wait for that, so the
             # next step never races the announcement or the release of the name.
-            rooms = self.server.sio.manager.get_rooms
+            rooms = self.home[computer].sio.manager.get_rooms
             wait_until(lambda: not rooms(old_sid, events.NAMESPACE), TIMEOUT, "disconnect handled")
-            computer.connection.connect(self.url, timeout=TIMEOUT)
+            computer.connection.connect(self.home[computer].url, timeout=TIMEOUT)
         else:
             computer.connection.leave_office(TIMEOUT)  # nothing to do when in no office
         self._move(computer, "computer", computer.name, None)
@@ -220,7 +228,7 @@ class Offices(RuleBasedStateMachine):
             assert self._received(participant) == expected, participant.name
 
     def teardown(self) -> None:
-        if not hasattr(self, "server"):
+        if not hasattr(self, "servers"):
             return
         try:
             self.check_notifications()
@@ -229,7 +237,8 @@ class Offices(RuleBasedStateMachine):
                 agent.close()
             for computer in self.computers:
                 computer.connection.close()
-            self.server.stop()
+            for server in self.servers:
+                server.stop()
 
 
 @pytest.mark.timeout(150)
