@@ -12,8 +12,9 @@ Local use needs no Server at all::
 
 Threads (all stopped by `close()`): the bridge loop (MCP I/O), the event thread
 (tool-list refreshes, resource change detection, listeners), the debounce thread
-(`server:update_desktop` / `server:update_finder`), the warm-up thread (reads windows
-and document summaries into the cache in the background), and the Socket.IO client's own.
+(`server:update_desktop` / `_finder` / `_skills`), the warm-up thread (reads windows,
+document summaries and skill packages into the cache in the background), and the
+Socket.IO client's own.
 """
 
 from __future__ import annotations
@@ -353,7 +354,7 @@ class Computer:
 
     def add_update_listener(self, listener: UpdateListener) -> None:
         """Call `listener(event)` each time the Computer announces a change to the office
-        (`server:update_tool_list`, `_config`, `_desktop`, `_finder`), connected or not."""
+        (`server:update_tool_list`, `_config`, `_desktop`, `_finder`, `_skills`), connected or not."""
         self._update_listeners.append(listener)
 
     # -- MCP servers ---------------------------------------------------------------------
