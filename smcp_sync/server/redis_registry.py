@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import uuid
 from typing import Any, Callable
@@ -130,10 +131,14 @@ class RedisRegistry(OfficeRegistry):
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._reachable = True
+        self._pid = os.getpid()
+        self._fork_lock = threading.Lock()  # taken only in a forked child: never held at a fork
 
     # -- the OfficeRegistry interface --------------------------------------------------------
 
     def add_session(self, sid: str, handshake: Handshake = Handshake()) -> None:
+        if self._pid != os.getpid():
+            self._become_forked_node()
         with self._lock:
             self._local.setdefault(sid, Session(sid=sid, handshake=handshake))
 
@@ -207,6 +212,24 @@ class RedisRegistry(OfficeRegistry):
     def attach(self, listener: RegistryListener) -> None:
         """Start the heartbeat (which also purges dead nodes) and the `gone` subscriber."""
         self._listener = listener
+        self._start_threads()
+
+    def _become_forked_node(self) -> None:
+        """`serve()`'s gunicorn worker is forked from the process that built the Server:
+        threads do not survive a fork, and the worker must be a node of its own (else
+        its members would live on while the parent heartbeats after the worker died)."""
+        with self._fork_lock:
+            if self._pid == os.getpid():
+                return
+            self._lock = threading.Lock()
+            self.node_id = uuid.uuid4().hex
+            self._stopping = threading.Event()
+            self._threads = []
+            if self._listener is not None:
+                self._start_threads()
+            self._pid = os.getpid()
+
+    def _start_threads(self) -> None:
         for name, target in (("heartbeat", self._heartbeat), ("gone", self._follow_gone)):
             thread = threading.Thread(target=target, name=f"smcp-registry-{name}", daemon=True)
             thread.start()

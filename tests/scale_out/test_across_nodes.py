@@ -7,6 +7,7 @@ One Redis and three nodes serve the whole module; each test uses offices of its 
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -20,6 +21,7 @@ from smcp_sync.protocol.errors import SMCPError
 
 from context_end_to_end.helpers import copy_samples, documents_config, windows_config
 from computer.helpers import wait_until
+from server.test_cli_server import ServerProcess
 
 from reliability.parts import Notes, tool_server
 from .parts import Node, RedisServer, nodes, redis_server
@@ -162,6 +164,28 @@ def test_a_killed_node_leaves_its_offices_once(cluster) -> None:
                 assert len(witness_notes.notes) == 1
     finally:
         doomed_node.stop()
+
+
+def test_smcp_sync_server_with_redis_is_a_node(cluster) -> None:
+    """`smcp-sync server --redis` under gunicorn: its forked worker is a node of its own."""
+    redis, (a, _, _) = cluster
+    cli_node = ServerProcess("--port", "0", "--redis", redis.url)
+    try:
+        with agent_at(cli_node.url, "cli") as agent:
+            with Computer("pc", [tool_server()], reconnect=NO_RECONNECT) as computer:
+                computer.connect(a.url, "cli", timeout=TIMEOUT)
+                assert members(agent) == {("agent", "agent"), ("computer", "pc")}
+                with pytest.raises(SMCPError) as taken:
+                    with agent_at(a.url, "cli", "second"):
+                        pass
+                assert taken.value.code == ErrorCode.ROOM_FULL
+                pending = agent.submit_tool_call("pc", "tools__sleep", {"seconds": 60}, timeout=120)
+                threading.Event().wait(1.0)  # the request is on node A's Computer by now
+            with pytest.raises(SMCPError) as gone:  # the worker follows the registry's 'gone' channel
+                pending.result(timeout=TIMEOUT)
+            assert gone.value.code == ErrorCode.NOT_FOUND
+    finally:
+        assert cli_node.stop(signal.SIGTERM)[0] == 0
 
 
 def race(joins: list) -> list:
