@@ -14,11 +14,8 @@ read through the sandbox of `skill_files`:
 * ``resources``: the root's sub-resources (``skill://host/<skill>/<rel_path>``) are read
   and written under ``<home>/mcp/<bundle_id>/<digest>/<leaf>/``, a folder private to the
   Computer (`Stager._write_files` says why the digest);
-* ``archive``: ``_meta.archive_uri`` (http or https) is downloaded (at most
-  `MAX_ARCHIVE_BYTES`, within the request timeout), checked against
-  ``_meta.archive_sha256`` when given, and unpacked (``tar.gz`` or ``zip``; regular files
-  only, each path checked to stay inside, at most `MAX_UNPACKED_BYTES` and
-  `MAX_ARCHIVE_MEMBERS`) under ``<home>/mcp/<bundle_id>/<sha256>/<leaf>/``.
+* ``archive``: fetched and unpacked by `skill_archives` under
+  ``<home>/mcp/<bundle_id>/<archive sha256>/<leaf>/``.
 
 A package whose SKILL.md lacks a valid ``name`` or a ``description`` is left out (logged),
 as is a second package of one server with the same name (§1.5). A server that stops
@@ -30,18 +27,13 @@ User skills (§1.2, source ``user``, name = the folder's name) are the packages
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
-import io
 import logging
 import shutil
 import tempfile
-import tarfile
 import threading
-import urllib.request
-import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 import attrs
@@ -52,6 +44,7 @@ from ..protocol.models import DEFAULT_SKILL_FILE, A2CSkillRef, Resource, Resourc
 from ..protocol.skill_name import check_skill_name, is_skill_segment, mcp_skill_name
 from .manager import ServerManager
 from .resource_channel import ResourceChannel
+from .skill_archives import fetch_archive
 from .skill_files import SkillResource, read_front_matter, skill_resource
 
 log = logging.getLogger(__name__)
@@ -61,10 +54,6 @@ SCHEME = "skill"
 SOURCE_MODES = frozenset({"mounted", "archive", "resources"})
 #: Default cap on one resource's bytes (§7 step 5: over it, 4017 too_large, nothing sent).
 DEFAULT_MAX_RESOURCE_SIZE = 256 * 1024 * 1024
-#: Bounds of an ``archive`` package: downloaded bytes, unpacked bytes, files.
-MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
-MAX_UNPACKED_BYTES = 256 * 1024 * 1024
-MAX_ARCHIVE_MEMBERS = 10_000
 #: Default most bytes of text answered inline (a2c-smcp 0.4.2's; well under any message limit).
 DEFAULT_INLINE_BUDGET = 32 * 1024
 
@@ -161,7 +150,7 @@ class Stager:
                 staged.append(StagedSkill(_mcp_ref(server, uri, root, folder), folder))
             except SMCPError as exc:
                 staged.append(exc)
-            except (OSError, ValueError, tarfile.TarError, zipfile.BadZipFile) as exc:  # ValueError: not base64
+            except (OSError, ValueError) as exc:  # ValueError: a file that is not base64
                 staged.append(BadRequestError(f"cannot stage it: {exc}"))
         return staged
 
@@ -209,19 +198,7 @@ class Stager:
         return staged / leaf
 
     def _unpack_archive(self, server: str, uri: str, meta: Mapping[str, Any]) -> Path:
-        location, kind, expected = meta.get("archive_uri"), meta.get("archive_format"), meta.get("archive_sha256")
-        if not isinstance(location, str) or urlsplit(location).scheme not in ("http", "https"):
-            raise BadRequestError(f"_meta.archive_uri must be an http(s) URL, got {location!r:.200}")
-        if kind not in UNPACKERS:
-            raise BadRequestError(f"_meta.archive_format must be one of {sorted(UNPACKERS)}, got {kind!r:.50}")
-        with urllib.request.urlopen(location, timeout=self._timeout) as response:  # noqa: S310 - scheme checked
-            data = response.read(MAX_ARCHIVE_BYTES + 1)
-        if len(data) > MAX_ARCHIVE_BYTES:
-            raise BadRequestError(f"the archive is larger than {MAX_ARCHIVE_BYTES} bytes")
-        digest = hashlib.sha256(data).hexdigest()
-        if isinstance(expected, str) and expected.lower() != digest:
-            raise BadRequestError(f"the archive's sha256 is {digest}, not the declared {expected:.64}")
-        files = UNPACKERS[kind](data)
+        digest, files = fetch_archive(meta, self._timeout)
         return self._stage(server, _path_of(uri).split("/", 1)[0], digest, files)
 
     def _read_files(self, server: str, uri: str, files: Sequence[str]) -> list[tuple[tuple[str, ...], bytes]]:
@@ -345,47 +322,6 @@ def find_resource(skills: Sequence[StagedSkill], name: Any, rel_path: str | None
     if skill is None:
         raise MCPServerNotFoundError(f"no skill named {name!r} on this Computer", details={"name": name})
     return skill_resource(skill.root, DEFAULT_SKILL_FILE if rel_path is None else rel_path, max_size)
-
-
-Files = list[tuple[tuple[str, ...], bytes]]
-
-
-def _safe_parts(name: str) -> tuple[str, ...]:
-    parts = PurePosixPath(name).parts
-    if not parts or ".." in parts or PurePosixPath(name).is_absolute() or "\\" in name:
-        raise BadRequestError(f"the archive holds a path outside the package: {name!r:.200}")
-    return parts
-
-
-def _unpacked(members: Iterator[tuple[str, int, Callable[[], bytes]]]) -> Files:
-    """Regular files only (name, size, read), within the bounds."""
-    files: Files = []
-    total = 0
-    for count, (name, size, read) in enumerate(members, 1):
-        total += size
-        if count > MAX_ARCHIVE_MEMBERS or total > MAX_UNPACKED_BYTES:
-            raise BadRequestError("the archive unpacks to more files or bytes than a package may have")
-        files.append((_safe_parts(name), read()))
-    return files
-
-
-def _untar(data: bytes) -> Files:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        members = [m for m in archive.getmembers() if m.isfile()]
-        return _unpacked((m.name, m.size, functools.partial(_member_bytes, archive, m)) for m in members)
-
-
-def _member_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
-    return (archive.extractfile(member) or io.BytesIO()).read()
-
-
-def _unzip(data: bytes) -> Files:
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        members = [i for i in archive.infolist() if not i.is_dir()]
-        return _unpacked((i.filename, i.file_size, functools.partial(archive.read, i)) for i in members)
-
-
-UNPACKERS = {"tar.gz": _untar, "zip": _unzip}
 
 
 def _path_of(uri: str) -> str:
