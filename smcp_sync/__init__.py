@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .protocol import *  # noqa: F403
 from .protocol import __all__ as _protocol_all
+from .protocol.models import *  # noqa: F403  (imported above too; type checkers see the models through this one)
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 

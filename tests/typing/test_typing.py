@@ -54,3 +54,12 @@ def test_strict_mypy_reports_exactly_the_users_mistakes(tmp_path: Path) -> None:
 def test_the_typed_part_of_the_package_checks_clean(tmp_path: Path) -> None:
     done = run_mypy("--follow-imports=silent", "--ignore-missing-imports", *CHECKED, cwd=PACKAGE_ROOT, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_models_all_is_written_out_and_complete() -> None:
+    """Type checkers read a literal `__all__` only, so it is written out; this keeps it
+    listing every public model and constant of the package."""
+    import smcp_sync.protocol.models as models
+
+    public = {name for name in vars(models) if not name.startswith("_") and (name[0].isupper() or name.isupper())}
+    assert sorted(models.__all__) == sorted(public)

@@ -3,7 +3,7 @@ marked ``# error: CODE`` is a deliberate mistake mypy must report, and nothing e
 
 from concurrent.futures import Future
 
-from smcp_sync import Agent, CallToolResult, Computer, SMCPServer
+from smcp_sync import Agent, CallToolResult, Computer, SMCPServer, TextContent
 
 
 def use_agent(agent: Agent) -> str:
@@ -20,6 +20,11 @@ def use_agent(agent: Agent) -> str:
 
 def use_computer(computer: Computer) -> int:
     return computer.tools()  # error: return-value
+
+
+def build_models() -> CallToolResult:
+    TextContent(text=1)  # error: arg-type
+    return CallToolResult(content=[TextContent(text="fine")])  # optional fields need not be given
 
 
 def use_server() -> None:

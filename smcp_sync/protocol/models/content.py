@@ -11,7 +11,10 @@ from typing import Any, Literal, Union
 
 from ._fields import field, wire_model
 
-_META = {"wire": "_meta", "aliases": ("meta",)}
+
+def _meta() -> Any:
+    """The optional ``_meta`` of MCP (also read as ``meta``)."""
+    return field(default=None, wire="_meta", aliases=("meta",))
 
 
 @wire_model
@@ -26,7 +29,7 @@ class _Annotated:
     """What every MCP content block may carry besides its payload."""
 
     annotations: Annotations | None = None
-    meta: dict[str, Any] | None = field(default=None, **_META)
+    meta: dict[str, Any] | None = _meta()
 
 
 @wire_model
@@ -54,7 +57,7 @@ class TextResourceContents:
     uri: str
     text: str
     mime_type: str | None = field(default=None, wire="mimeType")
-    meta: dict[str, Any] | None = field(default=None, **_META)
+    meta: dict[str, Any] | None = _meta()
 
 
 @wire_model
@@ -62,7 +65,7 @@ class BlobResourceContents:
     uri: str
     blob: str
     mime_type: str | None = field(default=None, wire="mimeType")
-    meta: dict[str, Any] | None = field(default=None, **_META)
+    meta: dict[str, Any] | None = _meta()
 
 
 #: Told apart by which of `text` / `blob` is present (MCP defines no tag).
