@@ -63,7 +63,7 @@ def test_serves_the_configured_tools_until_stopped(
     )
     try:
         summary = lines.get(timeout=30)
-        assert summary == f"computer 'cli-computer' joined office 'o1' at {server.url} with 10 tools from 1 MCP servers\n"
+        assert summary == f"computer 'cli-computer' joined office 'o1' at {server.url} with 11 tools from 1 MCP servers\n"
         agent = Connection("agent", "a1", auth={"api_key": "cli-key"})
         try:
             agent.connect(server.url, timeout=5)

@@ -221,7 +221,7 @@ def test_closing_while_a_server_is_still_starting_does_not_hang(no_leaks: None) 
 def test_close_leaves_no_thread_or_child_process_behind(no_leaks: None) -> None:
     # no_leaks checks threads and children after the test body
     computer = Computer("closing", [stdio_config("a"), stdio_config("b", "--prefix", "b_")]).start()
-    assert len(computer.tools()) == 20
+    assert len(computer.tools()) == 22  # the test tool server's 11 tools, twice
     computer.call_tool("sleep", {"seconds": 0.01}, timeout=5)
     computer.close()
     computer.close()  # idempotent
