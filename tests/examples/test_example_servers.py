@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import mcp.types as types
 import pytest
@@ -70,7 +71,7 @@ def doc_ref(relative_path: str, slug: str) -> str:
 
 
 REFS = {
-    REPORT: doc_ref(REPORT, "2026-q1"),
+    REPORT: doc_ref(REPORT, "2026-q1-经营报告"),  # letters of any script are kept
     DESIGN: doc_ref(DESIGN, "design-note-sync-bridge"),
     MEETING: doc_ref(MEETING, "meeting-notes-2026-03-12"),
     SALES: doc_ref(SALES, "sales-2026-q1"),
@@ -79,7 +80,7 @@ REFS = {
 
 
 def uri(name: str, sub: str = "") -> str:
-    return f"dpe://{HOST}/{REFS[name]}{sub}"
+    return f"dpe://{HOST}/{quote(REFS[name], safe='')}{sub}"  # a URI percent-encodes them
 
 
 def set_mtime(path: Path, iso: str) -> None:
