@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import hashlib
 import json
 import logging
 import os
@@ -166,12 +165,13 @@ class Child:
         return last
 
 
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for piece in iter(lambda: file.read(_MB), b""):
-            digest.update(piece)
-    return digest.hexdigest()
+
+def same_bytes(path: str, source: str) -> bool:
+    """Whether `path` holds `source`'s bytes (imported here, in the parent only: the raw
+    roles' memory figures must not include smcp_sync)."""
+    from smcp_sync.blobs import file_sha256
+
+    return file_sha256(path) == file_sha256(source)
 
 
 def smcp_direction(url: str, direction: str, source: str, work: Path) -> dict[str, Any]:
@@ -186,7 +186,7 @@ def smcp_direction(url: str, direction: str, source: str, work: Path) -> dict[st
         computer_peak = computer.finish()["peak_mb"]
     finally:
         computer.process.kill()
-    assert sha256_of(result["landed"]) == sha256_of(source), f"{direction}: sha256 differs"
+    assert same_bytes(result["landed"], source), f"{direction}: sha256 differs"
     os.unlink(result["landed"])
     return {"seconds": result["seconds"], "agent_baseline_mb": result["baseline_mb"], "agent_peak_mb": result["peak_mb"],
             "computer_baseline_mb": ready["baseline_mb"], "computer_peak_mb": computer_peak}
@@ -205,7 +205,7 @@ def raw_direction(direction: str, source: str, size: int, chunk: int, work: Path
     finally:
         server.process.kill()
     landed = target if direction == "get" else str(sink)
-    assert sha256_of(landed) == sha256_of(source), f"raw {direction}: sha256 differs"
+    assert same_bytes(landed, source), f"raw {direction}: sha256 differs"
     os.unlink(landed)
     return {"seconds": result["seconds"], "client_peak_mb": result["peak_mb"], "server_peak_mb": server_peak}
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import IO, Any, Callable, Union
 
-from ..blobs import chunk_size
+from ..blobs import chunk_size, file_sha256
 from ..blobs.tool_results import blob_items
 from ..connection import Connection
 from ..protocol import events
@@ -112,7 +112,7 @@ class BlobMethods:
             opened: Callable[[], IO[bytes]] = lambda: io.BytesIO(data)  # noqa: E731
         else:
             file_path = Path(source)
-            size, digest = file_path.stat().st_size, _file_sha256(file_path)
+            size, digest = file_path.stat().st_size, file_sha256(file_path)
             opened = lambda: open(file_path, "rb")  # noqa: E731, SIM115
             name_hint = file_path.name if name_hint is None else name_hint
         piece = chunk_size(None, self._connection.max_message_length)
@@ -207,13 +207,6 @@ class _Sink:
             assert self._path is not None
             self._path.unlink(missing_ok=True)
 
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for piece in iter(lambda: file.read(1024 * 1024), b""):
-            digest.update(piece)
-    return digest.hexdigest()
 
 
 def _file_name(handle: str) -> str:

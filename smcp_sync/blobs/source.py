@@ -72,3 +72,12 @@ def from_path(path: str | os.PathLike[str]) -> BlobSource:
 
 def from_reader(size: int, read: RangeReader, sha256: str | None = None) -> BlobSource:
     return BlobSource(size, read, sha256)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file, read in pieces: a large file is never held whole."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for piece in iter(lambda: file.read(_HASH_PIECE), b""):
+            digest.update(piece)
+    return digest.hexdigest()

@@ -11,12 +11,12 @@ the command that received it. Progress goes to stderr when stderr is a terminal.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from pathlib import Path
 from typing import IO, Any, Callable
 
 from ..agent import Agent
+from ..blobs import file_sha256
 from ..protocol.models import PutBlobRet
 
 _MB = 1024 * 1024
@@ -41,7 +41,7 @@ def run_blob(agent: Agent, args: argparse.Namespace) -> Any:
     if args.blob_op == "get":
         agent.get_blob(args.computer, args.handle, args.output, progress=progress, timeout=args.timeout)
         path = Path(args.output)
-        return {"path": str(path), "total_size": path.stat().st_size, "sha256": _sha256(path)}
+        return {"path": str(path), "total_size": path.stat().st_size, "sha256": file_sha256(path)}
     return agent.put_blob(args.computer, args.file, name_hint=args.name_hint, progress=progress, timeout=args.timeout)
 
 
@@ -65,10 +65,3 @@ def terminal_progress(stream: IO[str]) -> Callable[[int, int], None] | None:
 
     return show
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for piece in iter(lambda: file.read(_MB), b""):
-            digest.update(piece)
-    return digest.hexdigest()

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import attrs
 
+from ..blobs import file_sha256
 from ..protocol.errors import ErrorCode, SkillError
 from ..protocol.models import DEFAULT_SKILL_FILE
 from ..protocol.skill_mime import is_text_mime, mime_type_of
@@ -156,20 +157,13 @@ def skill_resource(root: Path, rel_path: str, max_size: int) -> SkillResource:
         )
     size = target.stat().st_size
     _check_size(rel_path, size, max_size)
-    return SkillResource(rel_path, mime_type_of(rel_path), size, _file_sha256(target), _file_reader(root, rel_path))
+    return SkillResource(rel_path, mime_type_of(rel_path), size, file_sha256(target), _file_reader(root, rel_path))
 
 
 def _check_size(rel_path: str, size: int, max_size: int) -> None:
     if size > max_size:
         raise not_accessible("too_large", rel_path, total_size=size)
 
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _file_reader(root: Path, rel_path: str) -> Callable[[int, int], bytes]:
