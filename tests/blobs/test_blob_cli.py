@@ -9,7 +9,7 @@ from pathlib import Path
 
 from smcp_sync.blobs import from_bytes
 from smcp_sync.cli import main
-from tests.office_parts import connected_computer, serving
+from office_parts import connected_computer, serving
 
 T = 20.0
 

@@ -19,8 +19,8 @@ from interop.venv import official_sdk_python
 from smcp_sync import Computer
 from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol.errors import BlobError
-from tests.computer.helpers import stdio_config
-from tests.office_parts import connected_computer, joined_agent, serving
+from computer.helpers import stdio_config
+from office_parts import connected_computer, joined_agent, serving
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 

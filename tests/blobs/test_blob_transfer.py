@@ -20,8 +20,8 @@ from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError, SMCPError
 from smcp_sync.protocol.models import ImageContent, PutBlobReq, PutBlobRet, TextContent
-from tests.computer.helpers import stdio_config, wait_until
-from tests.office_parts import connected_computer, joined_agent, serving
+from computer.helpers import stdio_config, wait_until
+from office_parts import connected_computer, joined_agent, serving
 
 T = 20.0
 OFFICE = "blob-office"
