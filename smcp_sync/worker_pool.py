@@ -65,8 +65,9 @@ class WorkerPool:
             worker.thread = threading.Thread(
                 target=self._work, args=(worker,), name=f"{self._name}-{next(self._ids)}", daemon=True
             )
+            # started before the lock is let go: a `shutdown` that lists it must be able to join it
+            worker.thread.start()
             self._live.add(worker.thread)
-        worker.thread.start()
         return True
 
     def _work(self, worker: _Worker) -> None:

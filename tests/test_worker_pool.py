@@ -148,6 +148,20 @@ def test_shutdown_joins_busy_and_idle_workers_and_refuses_new_work(no_leaks):
     assert pool.submit(print) is False
 
 
+def test_shutdown_racing_submits_joins_every_worker_it_lists(no_leaks):
+    """A shutdown between a submit's new worker and its start once joined an unstarted
+    thread ('cannot join thread before it is started', seen in CI on py310)."""
+    for _ in range(200):
+        pool = WorkerPool("race", idle_timeout=5)
+        submitters = [threading.Thread(target=pool.submit, args=(lambda: None,)) for _ in range(4)]
+        for submitter in submitters:
+            submitter.start()
+        assert pool.shutdown(timeout=5)
+        for submitter in submitters:
+            submitter.join(5)
+        assert pool.shutdown(timeout=5) and pool.thread_count == 0
+
+
 def test_shutdown_from_a_worker_does_not_wait_for_itself(no_leaks):
     pool = WorkerPool("self-stop")
     result: list[bool] = []
