@@ -126,7 +126,7 @@ async def wait_for_file_line(path: Path, prefix: str, timeout: float = 10.0) -> 
 # ---------------------------------------------------------------------------------------
 
 BUILTIN_TOOLS = {
-    "echo", "add", "fail", "sleep", "crash", "add_tool", "remove_tool", "big", "delete_item", "meta_tool",
+    "echo", "add", "fail", "sleep", "crash", "add_tool", "remove_tool", "big", "image", "delete_item", "meta_tool",
 }
 
 

@@ -18,7 +18,7 @@ from .helpers import FAST, CallLogs, http_config, stdio_config
 pytestmark = pytest.mark.timeout(60)
 
 TRANSPORTS = ["stdio", "sse", "streamable"]
-BUILTIN_TOOLS = ["echo", "add", "fail", "sleep", "crash", "add_tool", "remove_tool", "big", "delete_item", "meta_tool"]
+BUILTIN_TOOLS = ["echo", "add", "fail", "sleep", "crash", "add_tool", "remove_tool", "big", "image", "delete_item", "meta_tool"]
 
 
 @pytest.fixture(scope="module")

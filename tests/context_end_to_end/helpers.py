@@ -15,6 +15,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import quote
 
 from smcp_sync.agent import Agent
 from smcp_sync.computer import Computer
@@ -48,7 +49,7 @@ MTIMES = {  # newest first: the order of the catalogue within the documents serv
     RELEASE: "2026-02-01T08:00:00Z",
 }
 SLUGS = {
-    REPORT: "2026-q1",
+    REPORT: "2026-q1-经营报告",  # letters of any script are kept (percent-encoded in URIs)
     DESIGN: "design-note-sync-bridge",
     MEETING: "meeting-notes-2026-03-12",
     SALES: "sales-2026-q1",
@@ -82,7 +83,7 @@ def doc_ref(relative_path: str, slug: str) -> str:
 
 
 def doc_uri(name: str, sub: str = "") -> str:
-    return f"dpe://{DOCS_HOST}/{doc_ref(name, SLUGS[name])}{sub}"
+    return f"dpe://{DOCS_HOST}/{quote(doc_ref(name, SLUGS[name]), safe='')}{sub}"
 
 
 def documents_config(root: Path, name: str = "docs") -> dict[str, Any]:
