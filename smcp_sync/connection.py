@@ -198,8 +198,9 @@ class _PooledEngineIOClient(engineio.Client):
                 ws.send(pkt.encode())
         except (websocket.WebSocketException, OSError) as exc:
             # The reader sees the same broken socket and reports the disconnect, which
-            # fails every pending request at once.
-            logger.warning("could not send a message, the connection is closing: %s", exc)
+            # fails every pending request at once: nothing to warn about twice (and an
+            # orderly close racing a send is no fault at all).
+            logger.info("could not send a message, the connection is closing: %s", exc)
 
     def _writing(self, ws: websocket.WebSocket | None) -> bool:
         """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
