@@ -39,12 +39,8 @@ def redis() -> Iterator[RedisServer]:
     binary = redis_binary()
     if binary is None:
         raise RuntimeError(available())
-    server = RedisServer(binary)
-    server.start()
-    try:
+    with RedisServer(binary) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @contextlib.contextmanager

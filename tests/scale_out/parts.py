@@ -36,6 +36,13 @@ class RedisServer:
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen[bytes] | None = None
 
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
     def start(self) -> None:
         command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -72,12 +79,8 @@ def redis_server() -> Iterator[RedisServer]:
         import pytest  # only tests get here
 
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
-    server = RedisServer(binary)
-    server.start()
-    try:
+    with RedisServer(binary) as server:
         yield server
-    finally:
-        server.stop()
 
 
 class Node:
