@@ -115,14 +115,9 @@ class RedisRegistry(OfficeRegistry):
         self.node_id = uuid.uuid4().hex
         self.node_ttl = node_ttl
         self._prefix = prefix
-        self._redis = redis.Redis.from_url(
-            url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, decode_responses=True
-        )
+        self._url = url
         self._where = url.rsplit("@", 1)[-1]  # never the password
-        self._drop = self._redis.register_script(_DROP)
-        self._purge = self._redis.register_script(_PURGE)
-        self._members = self._redis.register_script(_MEMBERS)
-        self._find = self._redis.register_script(_FIND)
+        self._connect()
         self._lock = threading.Lock()
         self._local: dict[str, Session] = {}
         self._local_names: dict[tuple[str, Role, str], str] = {}
@@ -222,12 +217,29 @@ class RedisRegistry(OfficeRegistry):
             if self._pid == os.getpid():
                 return
             self._lock = threading.Lock()
+            # A new pool, not redis-py's inherited one: a parent thread may have held that
+            # pool's lock at the fork, and the child's first command then fails with
+            # ChildDeadlockedError (a 500 on the worker's first join, seen in CI). The
+            # inherited client is kept, never used nor closed: closing it (or its garbage
+            # collection) would wait on that same lock.
+            self._inherited_from_parent = self._redis
+            self._connect()
             self.node_id = uuid.uuid4().hex
             self._stopping = threading.Event()
             self._threads = []
             if self._listener is not None:
                 self._start_threads()
             self._pid = os.getpid()
+
+    def _connect(self) -> None:
+        """A Redis client (its own connection pool) and the scripts bound to it."""
+        self._redis = redis.Redis.from_url(
+            self._url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, decode_responses=True
+        )
+        self._drop = self._redis.register_script(_DROP)
+        self._purge = self._redis.register_script(_PURGE)
+        self._members = self._redis.register_script(_MEMBERS)
+        self._find = self._redis.register_script(_FIND)
 
     def _start_threads(self) -> None:
         for name, target in (("heartbeat", self._heartbeat), ("gone", self._follow_gone)):
