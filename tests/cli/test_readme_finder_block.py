@@ -25,8 +25,14 @@ def finder_block() -> str:
 
 def test_the_readme_finder_block_runs_against_the_demo_computer() -> None:
     with DemoStage(StageSettings()) as stage:
-        names: dict = {"agent": stage.agent}
-        exec(compile(finder_block(), "README.md (Desktop and Finder)", "exec"), names)
+        stage.release_agent()  # the block's own Agent joins, as with `smcp-sync demo --serve`
+        names: dict = {}
+        code = finder_block().replace("http://127.0.0.1:8000", stage.url)  # the block's `--port 8000`
+        try:
+            exec(compile(code, "README.md (Desktop and Finder)", "exec"), names)
+        finally:
+            if "agent" in names:
+                names["agent"].close()
     assert names["computer"] == stage.computer_name
     assert [d.title for d in names["page"].documents] == ["Design note: the synchronous bridge to async MCP sessions"]
     assert isinstance(names["doc"], DPEDocument) and names["doc"].pages
