@@ -29,7 +29,7 @@ from typing import Any, Callable
 import attrs
 
 from ..protocol.errors import ErrorCode, NotFoundError, cut_short
-from ..protocol.models import CallToolResult
+from ..protocol.models import A2C_TOOL_META, CallToolResult, ToolMeta
 from .catalog import ToolCatalog, ToolRoute
 from .history import ToolCallHistory, ToolCallRecord
 from .inflight import InFlightCalls
@@ -122,7 +122,7 @@ class ToolCaller:
         script = self._manager.vrl_script(route.server)
         self._in_flight.register(req_id, future)
         try:
-            result = future.result(remaining + WAIT_GRACE)
+            result = _with_tool_meta(future.result(remaining + WAIT_GRACE), route.meta)
             # the script runs here, on the caller's thread: it is CPU work, kept off the loop
             return script.transform(result, route.tool, params) if script is not None else result
         except concurrent.futures.CancelledError:
@@ -157,6 +157,17 @@ class ToolCaller:
         return CallToolResult.failure(
             ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation and it was refused"
         )
+
+
+def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolResult:
+    """The tool's configured `ToolMeta` carried in the result's meta under `a2c_tool_meta`
+    (an object, merged over what the MCP server put there), as a2c-smcp 0.1.6 and 0.4.2
+    Computers send it: an Agent sees a result's `ret_object_mapper` without the tool list."""
+    if meta is None:
+        return result
+    carried = (result.meta or {}).get(A2C_TOOL_META)
+    merged = {**(carried if isinstance(carried, dict) else {}), **attrs.asdict(meta)}
+    return attrs.evolve(result, meta={**(result.meta or {}), A2C_TOOL_META: merged})
 
 
 def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...]) -> CallToolResult:

@@ -119,3 +119,30 @@ def test_a_cancel_that_arrives_before_its_call_still_cancels_it(plain: Computer)
     result = plain.call_tool("sleep", {"seconds": 30}, timeout=10, req_id="early-1")
     assert result.meta == {"error_code": 4003, "a2c_cancelled": True}
     assert plain.call_tool("echo", {"text": "next"}, timeout=10, req_id="early-1").text == "next"  # remembered once
+
+
+def test_a_result_carries_its_tools_configured_meta_as_official_computers_do(computer_factory: Any) -> None:
+    """`meta.a2c_tool_meta` of a result is the merged ToolMeta as an object, every key
+    present (tests/interop/WIRE_NOTES.md: what a2c-smcp 0.4.2 sends); none without one."""
+    config = stdio_config(
+        "tools",
+        default_tool_meta={"tags": ["demo"]},
+        tool_meta={"echo": {"auto_apply": True, "ret_object_mapper": {"text": "said"}}},
+    )
+    computer = computer_factory(config)
+    echoed = computer.call_tool("echo", {"text": "hi"}, timeout=10)
+    assert echoed.meta is not None
+    assert echoed.meta["a2c_tool_meta"] == {
+        "auto_apply": True,
+        "alias": None,
+        "tags": ["demo"],
+        "ret_object_mapper": {"text": "said"},
+    }
+    added = computer.call_tool("add", {"a": 1, "b": 2}, timeout=10)
+    assert added.text == "3" and added.meta is not None
+    assert added.meta["a2c_tool_meta"] == {"auto_apply": None, "alias": None, "tags": ["demo"], "ret_object_mapper": None}
+
+
+def test_a_result_of_a_tool_without_configured_meta_has_no_tool_meta(plain: Computer) -> None:
+    result = plain.call_tool("add", {"a": 1, "b": 2}, timeout=10)
+    assert "a2c_tool_meta" not in (result.meta or {})
