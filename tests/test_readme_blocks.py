@@ -15,6 +15,7 @@ import io
 import re
 import subprocess
 import sys
+import textwrap
 import threading
 import traceback
 from dataclasses import dataclass
@@ -64,11 +65,12 @@ def python_blocks(readme: Path) -> list[Block]:
     while index < len(lines):
         fence = lines[index].strip()
         if fence.startswith("```"):
-            end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
+            end = next((i for i in range(index + 1, len(lines)) if lines[i].strip() == "```"), None)
+            assert end is not None, f"{readme.name}:{index + 1}: a fence that is never closed"
             if fence[3:].strip() == "python":
                 before = next((line.strip() for line in reversed(lines[:index]) if line.strip()), "")
                 marker = NOT_RUN.fullmatch(before)
-                code = "\n".join(lines[index + 1 : end]) + "\n"
+                code = textwrap.dedent("\n".join(lines[index + 1 : end]) + "\n")  # a fence in a list is indented
                 blocks.append(Block(str(readme.relative_to(REPO)), index + 1, code, marker and marker.group(1)))
             index = end
         index += 1
@@ -146,10 +148,8 @@ def test_the_two_commands_are_what_they_say() -> None:
     setup.read(REPO / "setup.cfg")
     assert "server" in setup["options.extras_require"]
     assert "smcp-sync = smcp_sync.cli:main" in setup["options.entry_points"]["console_scripts"]
-    demo_help = subprocess.run(
-        [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main(['demo', '--help']))"],
-        capture_output=True, text=True, timeout=60,
-    )
+    smcp_sync = Path(sys.executable).with_name("smcp-sync")  # the installed console script
+    demo_help = subprocess.run([str(smcp_sync), "demo", "--help"], capture_output=True, text=True, timeout=60)
     assert demo_help.returncode == 0 and "--serve" in demo_help.stdout, demo_help.stderr
 
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
