@@ -19,7 +19,7 @@ from typing import Reversible, Sequence
 
 import attrs
 
-from ..context.finder import CatalogueEntry, catalogue_entry, organize_catalogue
+from ..context.finder import CatalogueEntry, catalogue_entry, check_page
 from ..context.server_order import CallRecord
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -32,6 +32,7 @@ from ..protocol.models import (
     ResourceContents,
     TextResourceContents,
 )
+from .finder_index import FinderIndex
 from .manager import ServerManager
 from .resource_channel import ResourceChannel
 
@@ -57,6 +58,7 @@ def finder_channel(manager: ServerManager, timeout: float, wait: float) -> Resou
         check=_check_document_uri,
         value_of=lambda server, contents: catalogue_entry(document_summary(server, contents)),
         wait=wait,
+        watcher=FinderIndex(),
     )
 
 
@@ -86,7 +88,11 @@ def get_finder(
     offset: int = 0,
     limit: int = DEFAULT_FINDER_LIMIT,
 ) -> FinderPage:
-    gathered = channel.entries(servers)
-    catalogue = [entry.value for entry in gathered.entries]
-    page, total_count = organize_catalogue(catalogue, keywords, file_type, history, offset, limit)
-    return FinderPage(documents=page, total_count=total_count, complete=gathered.complete)
+    """One page of the catalogue, from the channel's `FinderIndex`; paging is checked
+    before anything is read or waited for."""
+    check_page(offset, limit)
+    index = channel.watcher
+    assert isinstance(index, FinderIndex), "a Finder channel is made by finder_channel"
+    settled = channel.settle(servers)
+    page, total_count = index.page(servers, history, keywords, file_type, offset, limit, settled.read_now)
+    return FinderPage(documents=page, total_count=total_count, complete=settled.complete)

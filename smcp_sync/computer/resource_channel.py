@@ -31,7 +31,7 @@ import attrs
 
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import Resource
-from .uri_cache import Ticket, UriCache
+from .uri_cache import CacheWatcher, Ticket, UriCache
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,17 @@ class Gathered(Generic[V]):
 
 
 @attrs.frozen
+class Settled:
+    """Where a reader stands once the warm-up had its `wait`: the URIs each server lists
+    (of the one asked for, if any), the values read for this reader alone (not cacheable,
+    or not read before; readable ones only), and whether nothing was left out."""
+
+    listed: dict[str, tuple[str, ...]]
+    read_now: dict[str, dict[str, Any]]
+    complete: bool
+
+
+@attrs.frozen
 class WarmStep:
     """One step of the warm-up of a server: whether there was anything to do, and whether
     the channel now owes the office its update event."""
@@ -118,13 +129,16 @@ class ResourceChannel(Generic[V]):
         wait: float = 0.0,
         describe: Describe | None = None,
         survey: Survey | None = None,
+        watcher: CacheWatcher | None = None,
     ) -> None:
         """`describe` reads each listed resource of the scheme; `survey` (instead) picks
-        the entries from the whole listing of the scheme and describes them."""
+        the entries from the whole listing of the scheme and describes them. `watcher`
+        keeps a structure of the channel's own over the cached values (`UriCache`)."""
         self.name = name
         self.scheme = scheme
         self.update_event = update_event
-        self.cache = UriCache()
+        self.watcher = watcher
+        self.cache = UriCache(watcher)
         self._read_many = read
         self._check = check
         self._value_of = value_of
@@ -152,20 +166,29 @@ class ResourceChannel(Generic[V]):
         the listed `uri` alone. A resource that cannot be read is left out (logged, and
         reported by `diagnostics` while the failure is cached); so is one the warm-up has
         not read within `wait` seconds (then the result is not `complete`)."""
-        started = time.monotonic()
-        listed = {server: [u for u in self.cache.uris(server) if uri is None or u == uri] for server in servers}
-        read_now = {server: self._read_unwarmed(server, uris) for server, uris in listed.items()}
-        complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started))
+        settled = self.settle(servers, uri)
         found: list[Entry] = []
-        for server, uris in listed.items():
-            values = {**read_now[server], **self.cache.cached(server)[0]}
+        for server, uris in settled.listed.items():
+            values = {**settled.read_now[server], **self.cache.cached(server)[0]}
             details = self.cache.details(server)
             found.extend(
                 Entry(server, u, values[u], details.get(u))
                 for u in uris
                 if u in values and not isinstance(values[u], _Unreadable)
             )
-        return Gathered(found, complete)
+        return Gathered(found, settled.complete)
+
+    def settle(self, servers: Sequence[str], uri: str | None = None) -> Settled:
+        """Read what the warm-up will not (see `entries`), and wait for the rest up to
+        `wait` seconds; the values themselves are then the cache's (or the watcher's)."""
+        started = time.monotonic()
+        listed = {server: tuple(u for u in self.cache.uris(server) if uri is None or u == uri) for server in servers}
+        read_now = {
+            server: {u: v for u, v in self._read_unwarmed(server, uris).items() if not isinstance(v, _Unreadable)}
+            for server, uris in listed.items()
+        }
+        complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started))
+        return Settled(listed, read_now, complete)
 
     def warm(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
         """Subscribe to and read (then cache) up to `limit` of the URIs `server` has

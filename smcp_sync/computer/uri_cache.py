@@ -17,6 +17,10 @@ The warm-up (`ResourceChannel.warm`) takes URIs to read with `take_warming` and 
 them done with `finish`; a reader waits for them with `wait_warm`. When a reader had to
 answer before they were read, the cache owes the office an announcement, due once
 nothing is left to read (`finish` says when).
+
+A channel may keep a structure of its own over the values (the Finder's index): the
+cache reports each change of a server's values to its `CacheWatcher`, under the lock, so
+the structure never disagrees with the cache and is updated by the change alone.
 """
 
 from __future__ import annotations
@@ -27,6 +31,23 @@ import time
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
+
+
+class CacheWatcher:
+    """Told of every change of the cached values, under the cache's lock (keep it short,
+    and take no lock a cache caller may hold). Does nothing by default."""
+
+    def listed(self, server: str, uris: Sequence[str], values: Mapping[str, Any]) -> None:
+        """`server`'s listing is now `uris` (in order), with these cached `values`."""
+
+    def stored(self, server: str, values: Mapping[str, Any]) -> None:
+        """`values` (by URI) were cached, replacing any earlier ones."""
+
+    def dropped(self, server: str, uris: Iterable[str] | None) -> None:
+        """The values of `uris` (None: every value of `server`) were dropped."""
+
+    def forgot(self, server: str) -> None:
+        """`server` and all its values are gone."""
 
 
 class Ticket(NamedTuple):
@@ -74,7 +95,8 @@ class _Listing:
 
 
 class UriCache:
-    def __init__(self) -> None:
+    def __init__(self, watcher: CacheWatcher | None = None) -> None:
+        self._watcher = watcher if watcher is not None else CacheWatcher()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._listings: dict[str, _Listing] = {}
@@ -110,6 +132,7 @@ class UriCache:
             if subscribable:
                 listing.warm_all(uris)
             self._listings[server] = listing
+            self._watcher.listed(server, listing.uris, listing.values)
             self._changed.notify_all()
             return changed
 
@@ -117,6 +140,8 @@ class UriCache:
         """Drop everything of `server` (stopped, crashed, removed); True if it listed URIs."""
         with self._lock:
             old = self._listings.pop(server, None)
+            if old is not None:
+                self._watcher.forgot(server)
             self._changed.notify_all()
             return old is not None and bool(old.uris)
 
@@ -133,10 +158,12 @@ class UriCache:
             if uri in listing.listed:
                 listing.values.pop(uri, None)
                 listing.changed_at[uri] = listing.epoch
+                self._watcher.dropped(server, (uri,))
                 dropped: Iterable[str] = (uri,) if uri in listing.cacheable else ()
             else:
                 listing.values.clear()
                 listing.all_changed_at = listing.epoch
+                self._watcher.dropped(server, None)
                 dropped = (u for u in listing.uris if u in listing.cacheable)
             listing.warming.update((u, None) for u in dropped)
             self._changed.notify_all()
@@ -205,6 +232,7 @@ class UriCache:
                 if uri in listing.cacheable and listing.changed_at.get(uri, 0) <= ticket.epoch
             }
             listing.values.update(kept)
+            self._watcher.stored(server, kept)
             self._changed.notify_all()
             return len(kept) == len(values)
 

@@ -81,18 +81,38 @@ def organize_catalogue(
     limit: int = DEFAULT_FINDER_LIMIT,
 ) -> tuple[list[DPEDocumentSummary], int]:
     """`organize_finder` over entries made by `catalogue_entry`."""
-    _check_int("offset", offset, 0, None)
-    _check_int("limit", limit, 1, MAX_FINDER_LIMIT)
-    needles = [keyword.casefold() for keyword in ([keywords] if isinstance(keywords, str) else keywords or ())]
-    kept = [
-        entry
-        for entry in entries
-        if (not needles or _matches(entry.folded_texts, needles))
-        and (not file_type or entry.summary.file_type == file_type)
-    ]
+    check_page(offset, limit)
+    wanted = catalogue_filter(keywords, file_type)
+    kept = [entry for entry in entries if wanted.keeps(entry)]
     rank = {server: i for i, server in enumerate(order_servers({entry.summary.server for entry in kept}, history))}
     kept.sort(key=lambda entry: (rank[entry.summary.server], *entry.recency))
     return [entry.summary for entry in kept[offset : offset + limit]], len(kept)
+
+
+@attrs.frozen
+class CatalogueFilter:
+    """What a query keeps: folded keywords (empty: no keyword filter) and a file type
+    ("": no filter). Hashable, so an index can keep the matches of each filter."""
+
+    needles: tuple[str, ...] = ()
+    file_type: str = ""
+
+    def keeps(self, entry: CatalogueEntry) -> bool:
+        return (not self.needles or _matches(entry.folded_texts, self.needles)) and (
+            not self.file_type or entry.summary.file_type == self.file_type
+        )
+
+
+def catalogue_filter(keywords: Sequence[str] | None, file_type: str | None) -> CatalogueFilter:
+    """The filter of a query's `keywords` (a single string is one keyword) and `file_type`."""
+    needles = [keyword.casefold() for keyword in ([keywords] if isinstance(keywords, str) else keywords or ())]
+    return CatalogueFilter(tuple(dict.fromkeys(needles)), file_type or "")
+
+
+def check_page(offset: int, limit: int) -> None:
+    """`BadRequestError` (400) for `offset` < 0 or `limit` outside [1, 100]."""
+    _check_int("offset", offset, 0, None)
+    _check_int("limit", limit, 1, MAX_FINDER_LIMIT)
 
 
 def _check_int(name: str, value: object, low: int, high: int | None) -> None:
@@ -109,7 +129,7 @@ def _entry_or_none(doc: DPEDocumentSummary) -> CatalogueEntry | None:
         return None
 
 
-def _matches(folded_texts: tuple[str, ...], needles: list[str]) -> bool:
+def _matches(folded_texts: tuple[str, ...], needles: tuple[str, ...]) -> bool:
     return any(needle in text for needle in needles for text in folded_texts)
 
 
