@@ -5,11 +5,12 @@ From the repository root (the dev virtualenv: smcp_sync installed, plus psutil):
     python -m benchmarks                      # everything: ~7 minutes on 2 cores
     python -m benchmarks --only tool_call,floors
     python -m benchmarks --quick              # tiny counts: checks the script works
+    python -m benchmarks --only finder --finder-docs 10000   # 10 x 10,000 documents
     python -m benchmarks --only scale_out     # opt-in: needs a redis-server binary
     python -m benchmarks --json out.json --markdown out.md
 
-Sections: see `SECTIONS`. The official SDK section builds (once) or reuses its own
-virtualenv (tests/interop/venv.py). A section that fails is reported and the exit
+Sections: see `SECTIONS`. The official SDK section builds (once) or reuses a virtualenv
+per SDK version (tests/interop/venv.py). A section that fails is reported and the exit
 status is 1; the others still run. Progress goes to stderr, the report to stdout.
 """
 
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tests.interop.venv import LEGACY, official_sdk_python
+from tests.interop.venv import CURRENT, LEGACY, official_sdk_python
 
 from . import echo, finder, hostile, loadgen, memory, paths, report, roundtrip, scale_out
 
@@ -41,7 +42,9 @@ FULL_ROUNDS, QUICK_ROUNDS = 5, 2
 FULL_MEMORY_LEVELS = (10, 100, 300)
 QUICK_MEMORY_LEVELS = (2, 5)
 FULL_FINDER = finder.FinderPlan()
-QUICK_FINDER = finder.FinderPlan(servers=2, documents=50, warm_calls=5, storm_count=50, storm_seconds=0.2)
+QUICK_FINDER = finder.FinderPlan(
+    servers=2, documents=50, warm_calls=5, storm_count=50, storm_seconds=0.2, update_rate=20.0, update_seconds=1.0
+)
 FULL_HOSTILE = hostile.HostilePlan()
 #: Short deadlines and a small backlog, so the quick run does not wait out the defaults.
 QUICK_HOSTILE = hostile.HostilePlan(
@@ -58,10 +61,11 @@ QUICK_HOSTILE = hostile.HostilePlan(
 ROUND_TRIP_PATHS = {
     "floors": ("mcp_direct", "raw_socketio", "local_computer"),
     "tool_call": ("smcp_sync",),
-    "official": ("official",),
+    "official": ("official", "official_042"),
     "scale_out": ("redis_same_node", "redis_cross_node"),
 }
-SECTIONS = (*ROUND_TRIP_PATHS, "finder", "storm", "memory", "hostile")
+FINDER_SECTIONS = ("finder", "storm", "updates")
+SECTIONS = (*ROUND_TRIP_PATHS, *FINDER_SECTIONS, "memory", "hostile")
 #: Run without --only: scale_out is left out (it needs a redis-server binary).
 DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section != "scale_out")
 
@@ -76,7 +80,9 @@ class Run:
             self.plan = dataclasses.replace(self.plan, levels=args.levels)
         self.rounds = args.rounds or (QUICK_ROUNDS if args.quick else FULL_ROUNDS)
         self.memory_levels = args.memory_levels or (QUICK_MEMORY_LEVELS if args.quick else FULL_MEMORY_LEVELS)
-        self.official_python = functools.cache(functools.partial(official_sdk_python, LEGACY))  # builds or checks the 0.1.6 venv: once
+        # Each builds or checks its SDK version's venv, once.
+        self.official_python = functools.cache(functools.partial(official_sdk_python, LEGACY))
+        self.current_official_python = functools.cache(functools.partial(official_sdk_python, CURRENT))
         choice = args.echo
         if choice == "auto":
             choice = "official" if "official" in self.sections else "tool-server"
@@ -84,6 +90,8 @@ class Run:
         self.echo = echo.choose(choice, args.echo_command, self.official_python) if wants_echo else None
         self.outcomes: dict[str, list[dict[str, Any]]] = {}
         self.finder_plan = QUICK_FINDER if args.quick else FULL_FINDER
+        if args.finder_docs:
+            self.finder_plan = dataclasses.replace(self.finder_plan, documents=args.finder_docs)
         self.finder_results: dict[str, Any] | None = None
         self.memory_results: dict[str, Any] | None = None
         self.hostile_plan = QUICK_HOSTILE if args.quick else FULL_HOSTILE
@@ -99,7 +107,8 @@ class Run:
             "raw_socketio": paths.raw_socketio,
             "local_computer": lambda: paths.local_computer(self.echo),
             "smcp_sync": lambda: paths.smcp_sync(self.echo),
-            "official": lambda: paths.official(self.echo, self.official_python),
+            "official": lambda: paths.official(self.echo, self.official_python, LEGACY),
+            "official_042": lambda: paths.official(self.echo, self.current_official_python, CURRENT),
             "redis_same_node": lambda: scale_out.node_path(self.echo, cross=False),
             "redis_cross_node": lambda: scale_out.node_path(self.echo, cross=True),
         }
@@ -112,7 +121,10 @@ class Run:
 
     def finder_section(self) -> None:
         self.finder_results = finder.run(
-            self.finder_plan, catalogue="finder" in self.sections, storm="storm" in self.sections
+            self.finder_plan,
+            catalogue="finder" in self.sections,
+            storm="storm" in self.sections,
+            updates="updates" in self.sections,
         )
 
     def memory_section(self) -> None:
@@ -128,7 +140,7 @@ class Run:
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.echo is not None:
             steps.append(("round trips", self.round_trips))
-        if "finder" in self.sections or "storm" in self.sections:
+        if any(section in self.sections for section in FINDER_SECTIONS):
             steps.append(("finder", self.finder_section))
         if "memory" in self.sections:
             steps.append(("memory", self.memory_section))
@@ -231,6 +243,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rounds", type=_positive, help=f"interleaved rounds of the round-trip paths (default {FULL_ROUNDS})"
     )
     parser.add_argument("--memory-levels", type=_counts, help="idle clients per memory sample (default 10,100,300)")
+    parser.add_argument(
+        "--finder-docs", type=_positive, help=f"documents per MCP server of the Finder sections (default {FULL_FINDER.documents})"
+    )
     parser.add_argument(
         "--echo", choices=echo.CHOICES, default="auto", help="the MCP echo server (see benchmarks/echo.py)"
     )

@@ -1,6 +1,6 @@
-"""A stdio MCP server with many Finder documents, for the finder and storm benchmarks.
+"""A stdio MCP server with many Finder documents, for the finder, storm and updates benchmarks.
 
-    python doc_server.py --host-id lib0.bench --documents 1000 [--storm-tool]
+    python doc_server.py --host-id lib0.bench --documents 1000 [--tools]
 
 Why not the tests' ``resource_server.py``: that one re-reads a JSON state file on every
 request, so 10 × 1,000 Level 1 reads would time the file parsing. Here the documents are
@@ -12,11 +12,17 @@ Every 50th document has the keyword ``quarterly`` (the keyword benchmark's needl
 ``last_modified`` differs per document, so the Finder's sort has work to do. Declares
 ``resources.subscribe`` and ``resources.listChanged`` (low-level `Server`, DESIGN §7).
 
-Tool ``storm(uri, count, seconds, final_title)`` (with ``--storm-tool`` only, so that ten
-servers of one Computer do not offer ten tools of the same name): sends `count` ``resources/updated`` for
-`uri`, evenly spread over `seconds`, and renames the document to `final_title` just
-before the last one, so the final state is visible only once the last notice is
-handled. Notices go to the one stdio connection whether or not it subscribed.
+Tools (with ``--tools`` only, so that ten servers of one Computer do not offer ten tools
+of the same name); notices go to the one stdio connection whether or not it subscribed:
+
+* ``storm(uri, count, seconds, final_title)`` sends `count` ``resources/updated`` for
+  `uri`, evenly spread over `seconds`, and renames the document to `final_title` just
+  before the last one, so the final state is visible only once the last notice is
+  handled;
+* ``churn(count, seconds, tag)`` makes `count` single-document updates evenly spread over
+  `seconds`: the i-th renames document i (modulo the documents) to ``"<tag> <i>"`` and
+  sends one ``resources/updated`` for it, so a catalogue that keeps up shows every
+  renamed document under the keyword `tag`.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -52,6 +59,19 @@ STORM_TOOL = types.Tool(
         "required": ["uri", "count", "seconds", "final_title"],
     },
 )
+CHURN_TOOL = types.Tool(
+    name="churn",
+    description="Rename count documents in turn to '<tag> <i>' over seconds, one resources/updated each.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "minimum": 1},
+            "seconds": {"type": "number", "minimum": 0},
+            "tag": {"type": "string"},
+        },
+        "required": ["count", "seconds", "tag"],
+    },
+)
 
 
 def documents(host: str, count: int) -> dict[str, dict[str, Any]]:
@@ -76,7 +96,7 @@ def documents(host: str, count: int) -> dict[str, dict[str, Any]]:
 
 
 class DocServer(Server[Any]):
-    def __init__(self, host: str, count: int, storm_tool: bool) -> None:
+    def __init__(self, host: str, count: int, tools: bool) -> None:
         super().__init__(
             f"doc_server[{host}]",
             version="1.0",
@@ -88,7 +108,7 @@ class DocServer(Server[Any]):
             on_call_tool=self._call_tool,
         )
         self.docs = documents(host, count)
-        self.tools = [STORM_TOOL] if storm_tool else []
+        self.tools = [STORM_TOOL, CHURN_TOOL] if tools else []
 
     def create_initialization_options(self, notification_options=None, *args: Any, **kwargs: Any):  # type: ignore[override]
         return super().create_initialization_options(
@@ -123,16 +143,42 @@ class DocServer(Server[Any]):
         if params.name not in {tool.name for tool in self.tools}:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         args = dict(params.arguments or {})
+        if params.name == "churn":
+            return await self._churn(ctx, int(args["count"]), float(args["seconds"]), str(args["tag"]))
         uri = str(args.get("uri"))
         if uri not in self.docs:
             return types.CallToolResult(content=[types.TextContent(text=f"unknown uri {uri!r}")], is_error=True)
-        count, seconds = int(args["count"]), float(args["seconds"])
-        started = time.monotonic()
-        notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
-        for index in range(count):
+        final_title = str(args["final_title"])
+
+        def change(index: int, count: int) -> str:
             if index == count - 1:
-                self.docs[uri] = {**self.docs[uri], "title": str(args["final_title"])}
+                self.docs[uri] = {**self.docs[uri], "title": final_title}
+            return uri
+
+        return await self._paced(ctx, int(args["count"]), float(args["seconds"]), change)
+
+    async def _churn(self, ctx: Ctx, count: int, seconds: float, tag: str) -> types.CallToolResult:
+        uris = list(self.docs)
+        if not uris:
+            return types.CallToolResult(content=[types.TextContent(text="no documents")], is_error=True)
+
+        def change(index: int, count: int) -> str:
+            uri = uris[index % len(uris)]
+            self.docs[uri] = {**self.docs[uri], "title": f"{tag} {index}"}
+            return uri
+
+        return await self._paced(ctx, count, seconds, change)
+
+    async def _paced(
+        self, ctx: Ctx, count: int, seconds: float, change: Callable[[int, int], str]
+    ) -> types.CallToolResult:
+        """`count` times, evenly spread over `seconds`: `change(index, count)` (returns the
+        URI it changed), then one ``resources/updated`` for that URI."""
+        started = time.monotonic()
+        for index in range(count):
             await anyio.sleep(max(0.0, started + seconds * index / count - time.monotonic()))
+            uri = change(index, count)
+            notice = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
             await ctx.session.send_notification(notice, related_request_id=ctx.request_id)
         elapsed = time.monotonic() - started
         return types.CallToolResult(content=[types.TextContent(text=f"{count} updated in {elapsed:.3f} s")])
@@ -147,9 +193,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host-id", required=True, help="the dpe:// host of this server's documents")
     parser.add_argument("--documents", type=int, default=1000)
-    parser.add_argument("--storm-tool", action="store_true", help="offer the storm tool")
+    parser.add_argument("--tools", action="store_true", help="offer the storm and churn tools")
     args = parser.parse_args()
-    anyio.run(serve, DocServer(args.host_id, args.documents, args.storm_tool))
+    anyio.run(serve, DocServer(args.host_id, args.documents, args.tools))
 
 
 if __name__ == "__main__":

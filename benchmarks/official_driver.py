@@ -1,17 +1,21 @@
-"""Drive the official A2C-SMCP SDK's sync Agent (a2c-smcp 0.1.6) through the benchmark loop.
+"""Drive the official A2C-SMCP SDK's sync Agent (a2c-smcp 0.1.6 or 0.4.x) through the benchmark loop.
 
 Run by the official SDK venv's python (it pins mcp<2, so it never shares our
 interpreter); `paths.official` starts it. It imports `loadgen` from this directory, so
 the official stack is timed by exactly the loop that times ours.
 
-    python official_driver.py --url URL --office O --name A --computer C [--text ping]
+    python official_driver.py --url URL --office O --name A --computer C [--tool echo]
+        [--auth-via auth|sdk] [--text ping]
 
-It connects `SMCPAgentClient` (websocket, key in the auth dict as `access_token`, with
-`agent_id` equal to the joined name, see tests/interop/WIRE_NOTES.md §1, §6), joins with
-an acked `server:join_office` (the SDK's own `join_office` emits on the wrong namespace),
-prints ``{"event": "ready"}``, then for each stdin line ``{"plan": {...}}`` runs
-`loadgen.measure` over `emit_tool_call(C, "echo", {"text": TEXT})` and prints
-``{"event": "result", "outcome": {...}}``. EOF on stdin disconnects and exits.
+It connects `SMCPAgentClient` (websocket; the key in the auth dict as ``--auth-via`` says,
+see the interop scripts' `_common`; `agent_id` equal to the joined name, see
+tests/interop/WIRE_NOTES.md §1, §6; 0.4.x adds its ``a2c_version`` and opens with polling
+before the upgrade, whatever the transports asked), joins with an acked
+`server:join_office` (0.1.6's own `join_office` emits on the wrong namespace), prints
+``{"event": "ready"}``, then for each stdin line ``{"plan": {...}}`` runs `loadgen.measure`
+over `emit_tool_call(C, TOOL, {"text": TEXT})` (0.4.x names the tool with its BundleID,
+``echo__echo``) and prints ``{"event": "result", "outcome": {...}}``. EOF on stdin
+disconnects and exits.
 
 The SDK documents its client as not thread-safe; its calls go through python-socketio's
 `Client.call`, which is, so the concurrent levels share one client (one Agent per office).
@@ -41,7 +45,9 @@ def main() -> int:
     parser.add_argument("--office", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--computer", required=True)
+    parser.add_argument("--tool", default="echo", help="the echo tool's name at the Computer")
     parser.add_argument("--api-key", default="test-key")
+    parser.add_argument("--auth-via", choices=("auth", "sdk"), default="auth", help="as in the interop scripts")
     parser.add_argument("--text", default="ping")
     parser.add_argument("--call-timeout", type=int, default=10, help="seconds, the request's timeout")
     args = parser.parse_args()
@@ -49,7 +55,10 @@ def main() -> int:
 
     from a2c_smcp.agent import DefaultAgentAuthProvider, SMCPAgentClient
 
-    auth = DefaultAgentAuthProvider(agent_id=args.name, office_id=args.office, auth_data={"access_token": args.api_key})
+    auth_data, headers = _common.key_presentation(args.auth_via, args.api_key)
+    auth = DefaultAgentAuthProvider(
+        agent_id=args.name, office_id=args.office, auth_data=auth_data, extra_headers=headers
+    )
     agent = SMCPAgentClient(auth_provider=auth, namespace=NAMESPACE, handle_sigint=False)
     agent.connect_to_server(args.url, transports=["websocket"], wait_timeout=10)
     try:
@@ -63,7 +72,7 @@ def main() -> int:
             raise RuntimeError(f"join refused: {joined!r}")
 
         def echo() -> None:
-            result = agent.emit_tool_call(args.computer, "echo", {"text": args.text}, args.call_timeout)
+            result = agent.emit_tool_call(args.computer, args.tool, {"text": args.text}, args.call_timeout)
             text = result.content[0].text if result.content else None
             if result.isError or text != args.text:
                 raise RuntimeError(f"unexpected result: error={result.isError} text={text!r}")

@@ -2,8 +2,9 @@
 
 * ``smcp_sync``: Agent (this process) → SMCPServer (process) → Computer (process) →
   stdio MCP echo server → back;
-* ``official``: the official SDK 0.1.6's sync Agent, Server and Computer, one process
-  each (its own venv), calling the same echo server;
+* ``official`` (a2c-smcp 0.1.6) and ``official_042`` (0.4.2): the official SDK's sync
+  Agent, Server and Computer, one process each (that version's venv), calling the same
+  echo server;
 * floors: ``mcp_direct``, the echo tool called with the mcp SDK's `ClientSession` (stdio,
   asyncio tasks for concurrency); ``raw_socketio``, a bare python-socketio ``call`` to a
   Server on the same werkzeug transport; ``local_computer``, our `Computer.call_tool` in
@@ -132,14 +133,18 @@ async def _mcp_direct(echo: EchoServer, plan: loadgen.LoadPlan) -> Outcome:
 
 
 @contextlib.contextmanager
-def official(echo: EchoServer, official_python: Callable[[], Path]) -> Iterator[Measure]:
-    """The driver (`official_driver.py`) stays up and runs one plan per request."""
-    python = official_python()
+def official(echo: EchoServer, official_python: Callable[[], Path], version: str) -> Iterator[Measure]:
+    """The driver (`official_driver.py`) stays up and runs one plan per request. Its clients
+    present the key as that version's own Server reads it, and call the echo tool by the
+    name that version's Computer gives it (0.4+: with its BundleID)."""
+    from tests.interop.harness import OfficialPeer
+
+    peer = OfficialPeer(version, official_python())
     office = _office()
     with Peers() as peers:
-        url = peers.official_server(python)
-        computer = peers.official_computer(python, url, office, "bench-c", echo.config())
-        driver = peers.official_driver(python, url, office, "bench-a", "bench-c", TEXT, int(CALL_TIMEOUT))
+        url = peers.official_server(peer.python)
+        computer = peers.official_computer(peer, url, office, "bench-c", echo.config())
+        driver = peers.official_driver(peer, url, office, "bench-a", "bench-c", TEXT, int(CALL_TIMEOUT))
         for child in (computer, driver):  # both start at once; neither needs the other to get ready
             child.wait_for("ready", READY_TIMEOUT)
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.interop.harness import JsonLineProcess, start_official_server
+from tests.interop.harness import JsonLineProcess, OfficialPeer, start_official_server
 
 from .echo import REPO
 
@@ -64,17 +64,23 @@ class Peers:
         return self._adopt(server).url
 
     def official_computer(
-        self, python: os.PathLike | str, url: str, office: str, name: str, config: dict[str, Any]
+        self, peer: OfficialPeer, url: str, office: str, name: str, config: dict[str, Any]
     ) -> JsonLineProcess:
         """The official SDK's Computer, untraced (`official_computer.py` here); not waited for."""
-        argv = [str(python), str(HERE / "official_computer.py"), "--url", url, "--office", office, "--name", name]
-        return self.spawn([*argv, "--mcp-config", json.dumps(config)], f"official-computer-{name}")
+        argv = [*_official_client(peer, "official_computer.py", url, office, name), "--mcp-config", json.dumps(config)]
+        return self.spawn(argv, f"official-computer-{peer.version}-{name}")
 
     def official_driver(
-        self, python: os.PathLike | str, url: str, office: str, name: str, computer: str, text: str, call_timeout: int
+        self, peer: OfficialPeer, url: str, office: str, name: str, computer: str, text: str, call_timeout: int
     ) -> JsonLineProcess:
         """`official_driver.py`, which joins, then runs the plans sent on its stdin; not waited for."""
-        argv = [str(python), str(HERE / "official_driver.py"), "--url", url, "--office", office, "--name", name]
-        return self.spawn(
-            [*argv, "--computer", computer, "--text", text, "--call-timeout", str(call_timeout)], "official-driver"
-        )
+        argv = _official_client(peer, "official_driver.py", url, office, name)
+        argv += ["--computer", computer, "--tool", peer.tool("echo", "echo"), "--text", text]
+        return self.spawn([*argv, "--call-timeout", str(call_timeout)], f"official-driver-{peer.version}")
+
+
+def _official_client(peer: OfficialPeer, script: str, url: str, office: str, name: str) -> list[str]:
+    """The command line of an official client script here: who, where, and how to present
+    the key to that version's own Server."""
+    argv = [str(peer.python), str(HERE / script), "--url", url, "--office", office, "--name", name]
+    return [*argv, "--auth-via", peer.auth_via_own_server]

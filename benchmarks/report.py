@@ -25,6 +25,7 @@ PATH_LABELS = {
     "local_computer": "floor: Computer.call_tool, no Socket.IO",
     "smcp_sync": "smcp_sync: Agent → Server → Computer → MCP",
     "official": "official 0.1.6: Agent → Server → Computer → MCP",
+    "official_042": "official 0.4.2: Agent → Server → Computer → MCP",
     "redis_same_node": "scale-out, same node: Agent → node A → Computer → MCP",
     "redis_cross_node": "scale-out, across nodes: Agent → node A → Redis → node B → Computer → MCP",
 }
@@ -111,11 +112,20 @@ def registry_table(rows: list[dict[str, Any]]) -> Table:
 # -- finder -------------------------------------------------------------------------------
 
 
+WARM_QUERIES = {
+    "warm": "warm get_finder (first page)",
+    "keywords": "warm get_finder, 1 keyword",
+    "file_type": "warm get_finder, file_type",
+    "far_offset": "warm get_finder, last page",
+}
+
+
 def finder_tables(result: dict[str, Any]) -> list[Table]:
     title = f"{result['servers']} MCP servers × {result['documents_per_server']} documents"
     tables = []
     catalogue = result.get("catalogue")
     if catalogue is not None:
+        floor = result["floor"]
         table = Table(f"Finder: {title}", ["measure", "value", "unit"])
         table.add("Computer start + join", result["computer_ready_s"], "s")
         table.add("first get_finder after the join (cold)", catalogue["first_ms"], "ms")
@@ -123,7 +133,15 @@ def finder_tables(result: dict[str, Any]) -> list[Table]:
             "requests the Server timed out (408) before the catalogue was complete", catalogue["timeouts"], "requests"
         )
         table.add("catalogue complete, after the join", catalogue["complete_s"], "s")
-        for key, label in (("warm", "warm get_finder (first page)"), ("keywords", "warm get_finder, 1 keyword")):
+        table.add(f"floor: {floor['reads']} Level 1 reads, ClientSession, {floor['concurrency']} in flight", floor["floor_s"], "s")
+        table.add("floor: the MCP servers' CPU", floor["servers_cpu_s"], "s")
+        table.add("floor: the client's CPU", floor["client_cpu_s"], "s")
+        table.add("catalogue complete / floor", catalogue["complete_s"] / floor["floor_s"], "ratio")
+        table.add("Computer RSS, joined, every MCP server empty", result["empty_rss_mb"], "MB")
+        table.add("Computer RSS, catalogue complete", catalogue["complete_rss_mb"], "MB")
+        per_document = (catalogue["complete_rss_mb"] - result["empty_rss_mb"]) * 1024 / catalogue["documents"]
+        table.add("Computer RSS per cached document", per_document, "KB")
+        for key, label in WARM_QUERIES.items():
             table.add(f"{label} p50", catalogue[key]["p50_ms"], "ms")
             table.add(f"{label} p99", catalogue[key]["p99_ms"], "ms")
         tables.append(table)
@@ -136,6 +154,20 @@ def finder_tables(result: dict[str, Any]) -> list[Table]:
         table.add("first notify:update_finder, after the storm began", storm["first_update_after_s"], "s")
         table.add("last notify:update_finder, after the storm tool answered", storm["last_update_after_end_s"], "s")
         table.add("final state visible to get_finder, after the storm tool answered", storm["visible_after_end_s"], "s")
+        tables.append(table)
+    updates = result.get("updates")
+    if updates is not None:
+        table = Table(f"Single-document updates while an Agent queries ({title})", ["measure", "value", "unit"])
+        table.add("updates made by the MCP server (one resources/updated each)", updates["updates_sent"], "updates")
+        table.add("updates took, until the churn tool answered", updates["updates_s"], "s")
+        table.add("get_finder (first page) during the updates", updates["queries"]["n"], "queries")
+        table.add("get_finder errors during the updates", updates["queries"]["errors"], "queries")
+        table.add("get_finder during the updates p50", updates["queries"]["p50_ms"], "ms")
+        table.add("get_finder during the updates p99", updates["queries"]["p99_ms"], "ms")
+        table.add("notify:update_finder received by the Agent", updates["update_finder_received"], "notifications")
+        table.add("documents renamed", updates["documents_renamed"], "documents")
+        table.add("renamed documents get_finder shows", updates["documents_seen"], "documents")
+        table.add("all shown, after the churn tool answered", updates["all_visible_after_end_s"], "s")
         tables.append(table)
     return tables
 

@@ -27,7 +27,11 @@ PATH_LABELS = (
     "floor: Computer.call_tool, no Socket.IO",
     "smcp_sync: Agent → Server → Computer → MCP",
     "official 0.1.6: Agent → Server → Computer → MCP",
+    "official 0.4.2: Agent → Server → Computer → MCP",
 )
+#: The finder sections of the quick plan (benchmarks/__main__.py QUICK_FINDER).
+QUICK_DOCUMENTS = 2 * 50
+QUICK_UPDATES = 20
 
 
 def parse_tables(report: str) -> dict[str, list[dict[str, str]]]:
@@ -108,11 +112,17 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
         assert number(row["p99 ms"]) >= number(row["p50 ms"])
 
     ratios = {row["comparison"]: number(row["ratio"]) for row in tables["Ratios (paired per round, median)"]}
-    assert len(ratios) == 7 and all(value > 0 for name, value in ratios.items() if "/ raw socket.io" not in name)
+    assert len(ratios) == 13 and all(value > 0 for name, value in ratios.items() if "/ raw socket.io" not in name)
+    assert {"official 0.4.2 p50 / smcp_sync p50", "smcp_sync / official 0.4.2 calls/s, 16 callers"} <= set(ratios)
 
     catalogue = {row["measure"]: number(row["value"]) for row in tables["Finder: 2 MCP servers × 50 documents"]}
     assert catalogue["requests the Server timed out (408) before the catalogue was complete"] == 0
-    assert all(value > 0 for name, value in catalogue.items() if "408" not in name)
+    assert f"floor: {QUICK_DOCUMENTS} Level 1 reads, ClientSession, 16 in flight" in catalogue
+    for query in ("(first page)", ", 1 keyword", ", file_type", ", last page"):
+        label = f"warm get_finder {query}".replace(" ,", ",")
+        assert catalogue[f"{label} p99"] >= catalogue[f"{label} p50"] > 0, label
+    # RSS per document is a difference of two processes' RSS: any sign on 100 documents
+    assert all(value > 0 for name, value in catalogue.items() if "408" not in name and "per cached" not in name)
     storm = {
         row["measure"]: row["value"]
         for row in tables["Notification storm on one document (2 MCP servers × 50 documents)"]
@@ -120,6 +130,16 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
     assert number(storm["resources/updated sent by the MCP server"]) == 50
     assert 1 <= number(storm["notify:update_finder received by the Agent"]) <= 50
     assert number(storm["final state visible to get_finder, after the storm tool answered"]) >= 0
+    updates = {
+        row["measure"]: number(row["value"])
+        for row in tables["Single-document updates while an Agent queries (2 MCP servers × 50 documents)"]
+    }
+    assert updates["updates made by the MCP server (one resources/updated each)"] == QUICK_UPDATES
+    assert updates["get_finder (first page) during the updates"] > 0
+    assert updates["get_finder errors during the updates"] == 0
+    assert updates["get_finder during the updates p99"] >= updates["get_finder during the updates p50"] > 0
+    assert updates["documents renamed"] == updates["renamed documents get_finder shows"] == QUICK_UPDATES
+    assert updates["all shown, after the churn tool answered"] >= 0
 
     memory = tables["Server cost per idle connected client"]
     assert [int(row["idle clients"]) for row in memory] == [0, 2, 5]
@@ -142,9 +162,18 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
     assert all(number(row["before"]) >= 0 and number(row["after"]) >= 0 for row in loads)
 
     results = json.loads(results_path.read_text(encoding="utf-8"))
-    assert set(results["summaries"]) == {"mcp_direct", "raw_socketio", "local_computer", "smcp_sync", "official"}
+    assert set(results["summaries"]) == {
+        "mcp_direct",
+        "raw_socketio",
+        "local_computer",
+        "smcp_sync",
+        "official",
+        "official_042",
+    }
     assert results["failures"] == {} and [level["clients"] for level in results["memory"]["levels"]] == [2, 5]
-    assert results["finder"]["catalogue"]["documents"] == 100 and results["finder"]["storm"]["notices_sent"] == 50
+    finder = results["finder"]
+    assert finder["catalogue"]["documents"] == finder["floor"]["reads"] == QUICK_DOCUMENTS
+    assert finder["storm"]["notices_sent"] == 50 and finder["updates"]["updates_sent"] == QUICK_UPDATES
 
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
