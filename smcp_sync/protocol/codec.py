@@ -16,7 +16,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, overload
 
 import attrs
 import cattrs
@@ -80,11 +80,15 @@ def _strict_list(list_type: Any, conv: cattrs.Converter) -> Callable[[Any, Any],
     return hook
 
 
+def _is_list(type_: Any) -> bool:
+    return typing.get_origin(type_) is list
+
+
 converter.register_structure_hook(str, _strict(str, (str,)))
 converter.register_structure_hook(int, _strict(int, (int,)))
 converter.register_structure_hook(float, _structure_float)
 converter.register_structure_hook(bool, _strict(bool, (bool,)))
-converter.register_structure_hook_factory(lambda t: typing.get_origin(t) is list, _strict_list)
+converter.register_structure_hook_factory(_is_list, _strict_list)
 
 
 def _is_json_typed(type_: Any) -> bool:
@@ -125,7 +129,8 @@ def _structure_duration(value: Any, _: Any) -> float:
 
 
 def _unstructure_duration(seconds: float) -> str:
-    return _TIMEDELTA.dump_python(datetime.timedelta(seconds=seconds), mode="json")
+    iso: str = _TIMEDELTA.dump_python(datetime.timedelta(seconds=seconds), mode="json")
+    return iso
 
 
 converter.register_structure_hook(IsoDuration, _structure_duration)
@@ -179,12 +184,15 @@ converter.register_structure_hook(PickStringChoice, _structure_pick_choice)
 # -- attrs classes -------------------------------------------------------------------
 
 
-def _wire_name(attribute: attrs.Attribute) -> str:
-    return attribute.metadata.get("wire", attribute.name)
+def _wire_name(attribute: attrs.Attribute[Any]) -> str:
+    name: str = attribute.metadata.get("wire", attribute.name)
+    return name
 
 
+# The `overrides` below go to cattrs as **kwargs, typed as Any: mypy would also match them
+# against make_dict_*_fn's own flags (`_cattrs_omit_if_default`...) and refuse them.
 def _unstructure_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
-    overrides = {
+    overrides: dict[str, Any] = {
         a.name: override(
             rename=_wire_name(a),
             omit_if_default=a.default is None and not a.metadata.get("keep_none"),
@@ -195,8 +203,8 @@ def _unstructure_factory(cls: type) -> Callable[[Any], dict[str, Any]]:
 
 
 def _structure_factory(cls: type) -> Callable[[Any, Any], Any]:
-    overrides = {a.name: override(rename=_wire_name(a)) for a in attrs.fields(cls)}
-    generated = make_dict_structure_fn(cls, converter, **overrides)
+    overrides: dict[str, Any] = {a.name: override(rename=_wire_name(a)) for a in attrs.fields(cls)}
+    generated: Callable[[Mapping[str, Any], Any], Any] = make_dict_structure_fn(cls, converter, **overrides)
     aliases = [(_wire_name(a), alias) for a in attrs.fields(cls) for alias in a.metadata.get("aliases", ())]
 
     def structure(value: Any, target: Any) -> Any:
@@ -223,7 +231,15 @@ def to_wire(obj: Any) -> Any:
     return converter.unstructure(obj)
 
 
-def from_wire(cls: type[T], data: Any) -> T:
+@overload
+def from_wire(cls: type[T], data: Any) -> T: ...
+
+
+@overload
+def from_wire(cls: object, data: Any) -> Any: ...  # a union such as MCPServerConfig: not a type[T]
+
+
+def from_wire(cls: Any, data: Any) -> Any:
     """`data` as an instance of `cls`; raises `BadRequestError` naming every bad field."""
     try:
         return converter.structure(data, cls)
@@ -246,22 +262,15 @@ def describe_validation_error(exc: BaseException, path: str = "$") -> list[str]:
     walks attribute names; this walks the same tree but prints the wire keys)."""
     if isinstance(exc, ClassValidationError):
         wire = {a.name: _wire_name(a) for a in attrs.fields(exc.cl)} if attrs.has(exc.cl) else {}
-        grouped, loose = exc.group_exceptions()
-        lines: list[str] = []
-        for sub, note in grouped:
-            lines += _describe_leaf(sub, note.type, f"{path}.{wire.get(note.name, note.name)}")
-        for sub in loose:
-            lines += _describe_leaf(sub, None, path)
-        return lines
-    if isinstance(exc, IterableValidationError):
-        grouped, loose = exc.group_exceptions()
-        lines = []
-        for sub, note in grouped:
-            lines += _describe_leaf(sub, note.type, f"{path}[{note.index!r}]")
-        for sub in loose:
-            lines += _describe_leaf(sub, None, path)
-        return lines
-    return _describe_leaf(exc, None, path)
+        by_field, loose = exc.group_exceptions()
+        located = [(sub, note.type, f"{path}.{wire.get(note.name, note.name)}") for sub, note in by_field]
+    elif isinstance(exc, IterableValidationError):
+        by_index, loose = exc.group_exceptions()
+        located = [(sub, note.type, f"{path}[{note.index!r}]") for sub, note in by_index]
+    else:
+        return _describe_leaf(exc, None, path)
+    lines = [line for sub, type_, where in located for line in _describe_leaf(sub, type_, where)]
+    return lines + [line for sub in loose for line in _describe_leaf(sub, None, path)]
 
 
 def _describe_leaf(exc: BaseException, type_: Any, path: str) -> list[str]:

@@ -63,6 +63,8 @@ class SMCPError(Exception):
     """
 
     default_code: ClassVar[int] = ErrorCode.INTERNAL_ERROR
+    #: The codes a subclass stands for (the first is its default): `for_code` picks it for them.
+    codes: ClassVar[tuple[ErrorCode, ...]] = ()
 
     def __init__(
         self,
@@ -96,7 +98,7 @@ class SMCPError(Exception):
         shown = f", fields={self.fields!r}" if self.fields else ""
         return f"{type(self).__name__}(code={self.code}, message={self.message!r}, details={self.details!r}{shown})"
 
-    def __reduce__(self):  # keep code/details/fields across pickling (multiprocessing, futures)
+    def __reduce__(self) -> tuple[Any, ...]:  # keep code/details/fields across pickling (multiprocessing, futures)
         return (_rebuild, (type(self), self.message, self.code, self.details, self.fields))
 
     def to_wire(self) -> dict[str, Any]:
@@ -120,7 +122,8 @@ class SMCPError(Exception):
         send it), or None when `data` is not an error payload."""
         if not isinstance(data, Mapping):
             return None
-        body = data.get("error") if isinstance(data.get("error"), Mapping) else data
+        nested = data.get("error")
+        body: Mapping[Any, Any] = nested if isinstance(nested, Mapping) else data
         code, message = body.get("code"), body.get("message")
         if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
             return None
@@ -164,7 +167,7 @@ class AuthError(SMCPError):
 
 
 class ForbiddenError(SMCPError):
-    codes = (ErrorCode.FORBIDDEN,)
+    codes: ClassVar[tuple[ErrorCode, ...]] = (ErrorCode.FORBIDDEN,)
 
 
 class OfficeError(ForbiddenError):
@@ -253,7 +256,7 @@ class BlobError(SMCPError):
 class ToolError(SMCPError):
     """Tool-call failures 4001–4007."""
 
-    codes = (
+    codes: ClassVar[tuple[ErrorCode, ...]] = (
         ErrorCode.TOOL_NOT_FOUND,
         ErrorCode.TOOL_DISABLED,
         ErrorCode.TOOL_EXECUTION_FAILED,
@@ -275,7 +278,7 @@ class ToolAuthorizationError(ToolError):
 class FinderError(SMCPError):
     """Finder document-system failures 4201–4203."""
 
-    codes = (ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND)
+    codes: ClassVar[tuple[ErrorCode, ...]] = (ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND)
 
 
 class InvalidURIError(FinderError):
