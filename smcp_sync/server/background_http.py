@@ -108,7 +108,8 @@ class BackgroundHTTPServer:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        address, port = self._server.server_address[:2]
+        host = str(address)  # an AF_INET(6) server's address: a str already
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}"
 

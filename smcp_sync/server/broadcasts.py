@@ -31,6 +31,7 @@ class Broadcasts:
             if req.computer != sender.name:
                 # The session is the authority (DESIGN §3); the field is only informative.
                 logger.info("%s from %r named computer %r; using the session's name", event, sender.name, req.computer)
+            assert sender.name is not None and sender.office_id is not None  # a member: it is in an office
             payload = to_wire(UpdateComputerConfigReq(computer=sender.name))
             self._offices.notify(sender.office_id, notification, payload, skip_sid=sid)
 
@@ -40,4 +41,5 @@ class Broadcasts:
     def cancel_tool_call(self, sid: str, *args: Any) -> None:
         req = parse_payload(AgentCallData, args)
         sender = self._offices.agent(sid, req.agent)
+        assert sender.office_id is not None  # a member: it is in an office
         self._offices.notify(sender.office_id, events.CANCEL_TOOL_CALL_NOTIFICATION, to_wire(req), skip_sid=sid)

@@ -58,7 +58,7 @@ class StoppableEngineIO(engineio.Server):
         self.deadlines = Deadlines("smcp-engineio-deadlines")
         self._websockets: dict[str, socket.socket] = {}
         self._overflowing: set[str] = set()
-        self._async = {**self._async, "websocket": _CuttableWebSocket}
+        self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
 
     def sleep(self, seconds: float = 0) -> None:
         self._stopping.wait(seconds)
@@ -172,7 +172,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         self._server = server
         self._raw: socket.socket | None = None
 
-    def __call__(self, environ: dict, start_response: Any) -> Any:
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         key = next((k for k in _RAW_SOCKET_KEYS if k in environ), None)
         if key is None:  # a WSGI server that hands out no raw socket: engineio as it is
             return super().__call__(environ, start_response)
@@ -271,7 +271,7 @@ class SocketIOServer(socketio.Server):
         pool, self._handler_pool = self._handler_pool, WorkerPool("smcp-server-worker")
         pool.shutdown(timeout)
 
-    def _handle_eio_connect(self, eio_sid: str, environ: dict) -> Any:
+    def _handle_eio_connect(self, eio_sid: str, environ: dict[str, Any]) -> Any:
         """python-socketio's, for at most `max_connections_per_ip` Engine.IO sessions per
         client address (False makes engineio answer 401), each closed unless it connects
         to a namespace within `handshake_timeout`: until then it has shown no

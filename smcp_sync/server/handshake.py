@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 #: python-socketio's default HTTP path (`socketio.WSGIApp(socketio_path=...)`).
 DEFAULT_SOCKETIO_PATH = "socket.io"
 
-WSGIApp = Callable[[dict, Callable[..., Any]], Iterable[bytes]]
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class VersionGate:
@@ -41,7 +41,7 @@ class VersionGate:
         self.require_client_version = require_client_version
         self._prefix = "/" + socketio_path.strip("/")
 
-    def __call__(self, environ: dict, start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if not (path == self._prefix or path.startswith(self._prefix + "/")):
             return self.app(environ, start_response)

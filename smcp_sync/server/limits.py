@@ -10,6 +10,8 @@ keeps client addresses apart (README, Security).
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 #: Seconds an Engine.IO connection may stay without a Socket.IO namespace (the CONNECT
@@ -31,17 +33,17 @@ DEFAULT_MAX_SEND_BACKLOG = 32 * 1024 * 1024
 DEFAULT_SERVE_THREADS = 400
 
 
-def _positive(instance: object, attribute: attrs.Attribute, value: float) -> None:
+def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{attribute.name} must be a number > 0, got {value!r}")
 
 
-def _positive_int(instance: object, attribute: attrs.Attribute, value: int) -> None:
+def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{attribute.name} must be an integer >= 1, got {value!r}")
 
 
-def _positive_int_or_none(instance: object, attribute: attrs.Attribute, value: int | None) -> None:
+def _positive_int_or_none(instance: object, attribute: attrs.Attribute[Any], value: int | None) -> None:
     if value is not None:
         _positive_int(instance, attribute, value)
 

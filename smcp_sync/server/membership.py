@@ -84,6 +84,7 @@ class Membership(RegistryListener):
             if not outcome.changed:
                 return
             if outcome.left is not None:
+                assert outcome.left.office_id is not None  # the membership it ended
                 self._sio.leave_room(sid, office_room(outcome.left.office_id), namespace=NAMESPACE)
                 self._announce_leave(outcome.left)
             self._sio.enter_room(sid, office_room(req.office_id), namespace=NAMESPACE)
@@ -107,11 +108,9 @@ class Membership(RegistryListener):
                 code=ErrorCode.CROSS_ROOM_ACCESS,
                 details={"office_id": req.office_id},
             )
-        sessions = [
-            SessionInfo(sid=m.sid, name=m.name, role=m.role, office_id=m.office_id, a2c_version=m.handshake.a2c_version)
-            for m in self._registry.members(req.office_id)
-        ]
-        return to_wire(ListRoomRet(sessions=sessions, req_id=req.req_id))
+        sessions = [_session_info(m) for m in self._registry.members(req.office_id)]
+        answer: dict[str, Any] = to_wire(ListRoomRet(sessions=sessions, req_id=req.req_id))
+        return answer
 
     # -- what a registry shared with other Server processes reports ---------------------------
 
@@ -148,3 +147,10 @@ class Membership(RegistryListener):
             logger.warning("refused connection %s from %s: authentication failed", sid, environ.get("REMOTE_ADDR"))
             raise socketio.exceptions.ConnectionRefusedError(str(AuthError("authentication failed")))
         return identity
+
+
+def _session_info(member: Session) -> SessionInfo:
+    assert member.name is not None and member.role is not None and member.office_id is not None  # in the office listed
+    return SessionInfo(
+        sid=member.sid, name=member.name, role=member.role, office_id=member.office_id, a2c_version=member.handshake.a2c_version
+    )

@@ -362,9 +362,11 @@ class RedisRegistry(OfficeRegistry):
             pipe.sadd(self._key("nodes"), self.node_id)
             return outcome
 
-        return self._redis.transaction(attempt, *watched, value_from_callable=True)
+        # redis-py types the callable as returning None, though value_from_callable returns its value
+        return self._redis.transaction(attempt, *watched, value_from_callable=True)  # type: ignore[arg-type,return-value]
 
     def _queue_removal(self, pipe: Any, member: Session) -> None:
+        assert member.office_id is not None  # a member: it is in an office
         pipe.delete(self._key("s", member.sid))
         pipe.srem(self._key("n", self.node_id), member.sid)
         pipe.zrem(self._key("o", member.office_id), member.sid)
@@ -429,7 +431,7 @@ def _encode(session: Session, node: str) -> str:
     return json.dumps(record)
 
 
-def _decode(raw: str) -> Session:
+def _decode(raw: str | bytes) -> Session:
     record = json.loads(raw)
     handshake = Handshake(a2c_version=record.get("a2c_version"), extensions=frozenset(record.get("extensions") or ()))
     return Session(sid=record["sid"], role=record["role"], name=record["name"], office_id=record["office_id"], handshake=handshake)

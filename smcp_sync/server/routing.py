@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..protocol import events
 from ..protocol.errors import BadRequestError, NotFoundError, SMCPError, SMCPTimeoutError
@@ -37,8 +37,19 @@ from .answers import parse_payload
 from .offices import Offices
 from .pending import Outcome, PendingCalls
 
+
+class RoutedRequest(Protocol):
+    """What every routed request names: the Agent sending it and the Computer it is for."""
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def computer(self) -> str: ...
+
+
 #: The payload model of every routed event.
-ROUTED_REQUESTS: dict[str, type] = {
+ROUTED_REQUESTS: dict[str, type[RoutedRequest]] = {
     events.TOOL_CALL: ToolCallReq,
     events.GET_CONFIG: GetComputerConfigReq,
     events.GET_TOOLS: GetToolsReq,
@@ -74,11 +85,12 @@ class Router:
         route.__name__ = f"route_{event.replace(':', '_')}"
         return route
 
-    def _route(self, event: str, model: type, sid: str, args: tuple[Any, ...]) -> Future[Any]:
+    def _route(self, event: str, model: type[RoutedRequest], sid: str, args: tuple[Any, ...]) -> Future[Any]:
         """Check and forward the request; the answer comes when the Computer's ack does
         (the returned future's result: `answers` sends it then)."""
         req = parse_payload(model, args)
         caller = self._offices.agent(sid, req.agent)
+        assert caller.office_id is not None  # a member: it is in an office
         target = self._offices.registry.find(caller.office_id, "computer", req.computer)
         if target is None:
             raise NotFoundError(
@@ -94,7 +106,7 @@ class Router:
             self._offices.sio.emit(event, args[0], to=target.sid, namespace=NAMESPACE, callback=forwarded.answer)
         return forwarded.future
 
-    def _timeout_for(self, req: Any) -> float:
+    def _timeout_for(self, req: RoutedRequest) -> float:
         if not isinstance(req, ToolCallReq):
             return self._request_timeout
         if not (math.isfinite(req.timeout) and 0 < req.timeout <= MAX_TOOL_CALL_TIMEOUT):

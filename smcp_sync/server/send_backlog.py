@@ -24,7 +24,7 @@ def packet_size(pkt: Any) -> int:
     return PACKET_OVERHEAD + (len(data) if isinstance(data, (str, bytes)) else 0)
 
 
-class BacklogQueue(queue.Queue):
+class BacklogQueue(queue.Queue[Any]):
     """`queue.Queue` keeping `backlog`, the bytes of the packets in it (its `_put` and
     `_get` are the hooks `queue.Queue` documents for subclasses; both run under its
     lock)."""
