@@ -169,7 +169,8 @@ class _PooledEngineIOClient(engineio.Client):
         while its polling transport would pass the body on as the second argument, which
         python-socketio hands to `connect_error` handlers; so does this."""
         try:
-            return super()._connect_websocket(url, headers, engineio_path)
+            connected: bool = super()._connect_websocket(url, headers, engineio_path)
+            return connected
         except engineio.exceptions.ConnectionError as exc:
             refused = exc.__context__
             if isinstance(refused, websocket.WebSocketBadStatusException) and refused.status_code == 400:
@@ -335,12 +336,14 @@ class Connection:
     def peer_extensions(self) -> frozenset[str]:
         """The smcp_sync extension requests the Server said it routes when connecting
         (none for an official SDK's Server: `protocol.extensions`)."""
-        return getattr(getattr(self._sio.eio, "ws", None), "peer_extensions", frozenset())
+        requested: frozenset[str] = getattr(getattr(self._sio.eio, "ws", None), "peer_extensions", frozenset())
+        return requested
 
     @property
     def sid(self) -> str | None:
         """The current Socket.IO session id on `/smcp` (changes on every reconnect)."""
-        return self._sio.get_sid(events.NAMESPACE)
+        sid: str | None = self._sio.get_sid(events.NAMESPACE)
+        return sid
 
     def __repr__(self) -> str:
         return f"<Connection {self.role} {self.name!r} {self._state} url={self._url!r} office={self._office_id!r}>"
@@ -564,7 +567,7 @@ class Connection:
         """400 for a message the Server would drop the connection over (`message_limit`)."""
         limit = self.max_message_length
         length = length_over(limit, [event, *(payload if isinstance(payload, tuple) else (payload,))])
-        if length is not None:
+        if length is not None and limit is not None:
             details = {"event": event, "length": length, "limit": limit}
             raise BadRequestError(too_large(event, length, limit), details=details)
 
@@ -588,6 +591,7 @@ class Connection:
 
     def _rejoin(self, office_id: str) -> None:
         logger.info("%s %r reconnected (sid %s); re-joining office %r", self.role, self.name, self.sid, office_id)
+        rejoined = True
         try:
             self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
         except NotConnectedError:
@@ -597,11 +601,11 @@ class Connection:
             with self._state_changed:
                 if self._office_id == office_id:
                     self._office_id = None
-            office_id = None
+            rejoined = False
         with self._state_changed:
             self._ready = True
             self._state_changed.notify_all()
-        if office_id is None:
+        if not rejoined:
             return
         for callback in list(self._rejoined_callbacks):
             try:
@@ -709,7 +713,7 @@ def _answering(event: str, handler: Handler, limit: Callable[[], int | None]) ->
             return InternalError(f"internal error while handling {event}").to_wire()
         most = limit()
         length = length_over(most, list(answer) if isinstance(answer, tuple) else [answer])
-        if length is None:
+        if length is None or most is None:
             return answer
         reason = too_large(f"the answer to {event}", length, most)
         logger.warning("%s", reason)
