@@ -254,16 +254,17 @@ def _updates(agent: Any, computer: str, plan: FinderPlan, notices: Notices) -> d
 
     thread = threading.Thread(target=churn, name="bench-churn", daemon=True)
     latencies: list[float] = []
-    errors = 0
+    errors: list[str] = []
     started = time.monotonic()
     thread.start()
     while not done.is_set():
         began = time.perf_counter()
         try:
-            if agent.get_finder(computer, timeout=REQUEST_TIMEOUT).total_count != plan.total:
-                raise RuntimeError("catalogue incomplete")
-        except Exception:
-            errors += 1
+            total = agent.get_finder(computer, timeout=REQUEST_TIMEOUT).total_count
+            if total != plan.total:
+                raise RuntimeError(f"total_count {total} of {plan.total}")
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}"[:300])
             continue
         latencies.append(time.perf_counter() - began)
     thread.join(REQUEST_TIMEOUT)
@@ -286,7 +287,7 @@ def _updates(agent: Any, computer: str, plan: FinderPlan, notices: Notices) -> d
         "documents_seen": seen,
         "update_finder_received": notices.count() - before,
         "all_visible_after_end_s": visible_at - answered_at if visible_at is not None else None,
-        "queries": {**loadgen.summarize(latencies), "errors": errors},
+        "queries": {**loadgen.summarize(latencies), "errors": len(errors), "first_errors": errors[:5]},
     }
 
 
