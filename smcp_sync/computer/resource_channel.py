@@ -182,13 +182,17 @@ class ResourceChannel(Generic[V]):
         """Read what the warm-up will not (see `entries`), and wait for the rest up to
         `wait` seconds; the values themselves are then the cache's (or the watcher's)."""
         started = time.monotonic()
-        listed = {server: tuple(u for u in self.cache.uris(server) if uri is None or u == uri) for server in servers}
+        listed = {server: self._listed(server, uri) for server in servers}
         read_now = {
             server: {u: v for u, v in self._read_unwarmed(server, uris).items() if not isinstance(v, _Unreadable)}
             for server, uris in listed.items()
         }
         complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started))
         return Settled(listed, read_now, complete)
+
+    def _listed(self, server: str, uri: str | None) -> tuple[str, ...]:
+        uris = self.cache.uris(server)
+        return uris if uri is None else tuple(u for u in uris if u == uri)
 
     def warm(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
         """Subscribe to and read (then cache) up to `limit` of the URIs `server` has

@@ -14,8 +14,10 @@ read again each time. A value read while its URI changed is not stored (`Ticket`
 URI remembers when it last changed, so a storm on one document spoils no other read.
 
 The warm-up (`ResourceChannel.warm`) takes URIs to read with `take_warming` and reports
-them done with `finish`; a reader waits for them with `wait_warm`. When a reader had to
-answer before they were read, the cache owes the office an announcement, due once
+them done with `finish`; a reader waits for them with `wait_warm`, but not when the
+warm-up's recent pace says it cannot finish in time: the reader then answers at once
+with what is read rather than after its whole wait with little more. When a reader had
+to answer before they were read, the cache owes the office an announcement, due once
 nothing is left to read (`finish` says when).
 
 A channel may keep a structure of its own over the values (the Finder's index): the
@@ -25,12 +27,35 @@ the structure never disagrees with the cache and is updated by the change alone.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 import time
 from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import attrs
+
+
+#: Warm-up batches the warm-up's pace is measured over (the most recent ones).
+PACE_BATCHES = 8
+
+
+class _Pace:
+    """How fast the warm-up has lately been finishing URIs."""
+
+    def __init__(self) -> None:
+        self._done: collections.deque[tuple[float, int]] = collections.deque(maxlen=PACE_BATCHES)  # (when, URIs)
+
+    def finished(self, count: int, now: float) -> None:
+        self._done.append((now, count))
+
+    def seconds_for(self, left: int, now: float) -> float | None:
+        """Seconds to finish `left` more URIs at the pace since the oldest batch remembered
+        (slowing down while none finishes); None before two batches finished."""
+        if len(self._done) < 2:
+            return None
+        count = sum(n for _, n in itertools.islice(self._done, 1, None))
+        return left * (now - self._done[0][0]) / count if count else None
 
 
 class CacheWatcher:
@@ -102,6 +127,7 @@ class UriCache:
         self._listings: dict[str, _Listing] = {}
         #: A reader answered without values still being read: announce once they are.
         self._owed = False
+        self._pace = _Pace()
 
     def replace(
         self,
@@ -212,12 +238,15 @@ class UriCache:
             listing = self._listings.get(server)
             if listing is None:
                 return [], None
+            ticket = Ticket(listing.generation, listing.epoch)
+            if len(listing.values) == len(listing.uris):  # every listed URI has a value (a warm catalogue)
+                return [], ticket
             missing = [
                 uri
                 for uri in uris
                 if uri not in listing.values and uri not in listing.warming and uri not in listing.reading
             ]
-            return missing, Ticket(listing.generation, listing.epoch)
+            return missing, ticket
 
     def store(self, server: str, values: Mapping[str, Any], ticket: Ticket) -> bool:
         """Cache the cacheable `values` (by URI) that did not change since `ticket`; True
@@ -250,13 +279,14 @@ class UriCache:
             unsubscribed = [uri for uri in taken if uri not in listing.cacheable]
             return WarmBatch(listing.generation, taken, unsubscribed)
 
-    def finish(self, server: str, generation: int, uris: Iterable[str]) -> bool:
+    def finish(self, server: str, generation: int, uris: Sequence[str]) -> bool:
         """The warm-up is done with `uris` (read and stored, or given up); True when this
         leaves nothing to read and an announcement is owed (which is then settled)."""
         with self._lock:
             listing = self._listings.get(server)
             if listing is not None and listing.generation == generation:
                 listing.reading.difference_update(uris)
+            self._pace.finished(len(uris), time.monotonic())
             self._changed.notify_all()
             due = self._owed and not any(listing.pending for listing in self._listings.values())
             if due:
@@ -266,7 +296,8 @@ class UriCache:
     def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float) -> bool:
         """Wait up to `timeout` seconds until the warm-up has nothing left to read of
         `servers` (of `uri` alone, if given); True if so. False means the caller answers
-        without those values, and an announcement is owed for when they are read."""
+        without those values, and an announcement is owed for when they are read; it is
+        said as soon as the warm-up's pace shows it cannot finish within `timeout`."""
 
         def settled() -> bool:
             for server in servers:
@@ -277,15 +308,25 @@ class UriCache:
                     return False
             return True
 
+        def out_of_reach(remaining: float, now: float) -> bool:
+            left = sum(self._left(server) for server in servers) if uri is None else 1
+            needed = self._pace.seconds_for(left, now)
+            return needed is not None and needed > remaining
+
         deadline = time.monotonic() + timeout
         with self._lock:
             while not settled():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                now = time.monotonic()
+                remaining = deadline - now
+                if remaining <= 0 or out_of_reach(remaining, now):
                     self._owed = True
                     return False
                 self._changed.wait(remaining)
             return True
+
+    def _left(self, server: str) -> int:
+        listing = self._listings.get(server)
+        return 0 if listing is None else len(listing.warming) + len(listing.reading)
 
     def progress(self) -> list[tuple[str, int, int]]:
         """(server, URIs still to read, URIs listed) of each server the warm-up is busy with."""

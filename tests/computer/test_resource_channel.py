@@ -151,6 +151,21 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
     assert cache.finish("s", 1, []) is False  # settled once
 
 
+def test_a_reader_does_not_wait_for_a_warm_up_too_slow_to_finish_in_time() -> None:
+    cache = UriCache()
+    cache.replace("s", 1, [f"u{i}" for i in range(100)], subscribable=True)
+    for _ in range(2):  # one URI each 0.2 s: the other 98 need about 20 s
+        batch = cache.take_warming("s", 1)
+        assert batch is not None
+        time.sleep(0.2)
+        cache.finish("s", 1, batch.uris)
+    started = time.monotonic()
+    assert cache.wait_warm(["s"], None, 10.0) is False  # answered without waiting its 10 s...
+    assert time.monotonic() - started < 5.0
+    rest = cache.take_warming("s", 100)
+    assert rest is not None and cache.finish("s", 1, rest.uris) is True  # ...and owes the announcement
+
+
 # -- the debouncer ------------------------------------------------------------------------
 
 
