@@ -11,8 +11,6 @@ import base64
 import binascii
 from typing import Any, Callable
 
-import attrs
-
 from ..protocol.models import (
     META_BLOB_HANDLE,
     META_SHA256,
@@ -23,6 +21,7 @@ from ..protocol.models import (
     EmbeddedResource,
     ImageContent,
 )
+from ..protocol.models._fields import evolve
 from .handles import MintedBlob
 from .source import BlobSource, from_bytes
 
@@ -36,7 +35,7 @@ def spool_oversize(result: CallToolResult, mint: Mint, budget: int = DEFAULT_INL
     """`result` with every binary item over `budget` moved behind a handle from `mint`
     (called with the source and its MIME type)."""
     content = [_spooled(item, mint, budget) for item in result.content]
-    return attrs.evolve(result, content=content)
+    return evolve(result, content=content)
 
 
 def _spooled(item: Any, mint: Mint, budget: int) -> Any:
@@ -58,8 +57,8 @@ def _spooled(item: Any, mint: Mint, budget: int) -> Any:
     meta = {**(item.meta or {}), META_BLOB_HANDLE: minted.handle, META_TOTAL_SIZE: len(data),
             META_SHA256: minted.source.sha256}
     if isinstance(item, EmbeddedResource):
-        return attrs.evolve(item, resource=attrs.evolve(item.resource, blob=""), meta=meta)
-    return attrs.evolve(item, data="", meta=meta)
+        return evolve(item, resource=evolve(item.resource, blob=""), meta=meta)
+    return evolve(item, data="", meta=meta)
 
 
 def blob_items(result: CallToolResult) -> list[Any]:

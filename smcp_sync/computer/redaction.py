@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import attrs
-
 from ..protocol.codec import from_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import MCPServerConfig, MCPServerInput, PromptStringInput, StdioServerConfig
+from ..protocol.models._fields import evolve
 from .inputs import InputResolver
 
 REDACTED = "<redacted>"
@@ -26,7 +25,7 @@ def public_server_config(raw: Mapping[str, Any], inputs: InputResolver) -> MCPSe
     """`raw` fit to show, or None when it cannot be shown without its secrets."""
     for shown in (lambda: raw, lambda: inputs.render(raw, secret_text=REDACTED)):
         try:
-            config = from_wire(MCPServerConfig, shown())
+            config: MCPServerConfig = from_wire(MCPServerConfig, shown())
         except BadRequestError:
             continue
         return _without_secrets(config)
@@ -35,17 +34,16 @@ def public_server_config(raw: Mapping[str, Any], inputs: InputResolver) -> MCPSe
 
 def public_input(item: MCPServerInput) -> MCPServerInput:
     if isinstance(item, PromptStringInput) and item.password and item.default is not None:
-        return attrs.evolve(item, default=REDACTED)
+        return evolve(item, default=REDACTED)
     return item
 
 
 def _without_secrets(config: MCPServerConfig) -> MCPServerConfig:
-    params = config.server_parameters
     if isinstance(config, StdioServerConfig):
-        cleaned = attrs.evolve(params, env=_masked(params.env))
-    else:
-        cleaned = attrs.evolve(params, headers=_masked(params.headers))
-    return attrs.evolve(config, server_parameters=cleaned)
+        stdio = config.server_parameters
+        return evolve(config, server_parameters=evolve(stdio, env=_masked(stdio.env)))
+    remote = config.server_parameters
+    return evolve(config, server_parameters=evolve(remote, headers=_masked(remote.headers)))
 
 
 def _masked(values: Mapping[str, Any] | None) -> dict[str, Any] | None:

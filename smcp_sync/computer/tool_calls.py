@@ -30,6 +30,7 @@ import attrs
 
 from ..protocol.errors import ErrorCode, NotFoundError, cut_short
 from ..protocol.models import A2C_TOOL_META, CallToolResult, ToolMeta
+from ..protocol.models._fields import as_dict, evolve
 from .catalog import ToolCatalog, ToolRoute
 from .history import ToolCallHistory, ToolCallRecord
 from .inflight import InFlightCalls
@@ -166,8 +167,8 @@ def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolRe
     if meta is None:
         return result
     carried = (result.meta or {}).get(A2C_TOOL_META)
-    merged = {**(carried if isinstance(carried, dict) else {}), **attrs.asdict(meta)}
-    return attrs.evolve(result, meta={**(result.meta or {}), A2C_TOOL_META: merged})
+    merged = {**(carried if isinstance(carried, dict) else {}), **as_dict(meta)}
+    return evolve(result, meta={**(result.meta or {}), A2C_TOOL_META: merged})
 
 
 def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...]) -> CallToolResult:

@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Union
 
-import attrs
-
 from .document_library import DocumentLibrary, LoadedDocument
 from .finder_errors import document_not_found, element_not_found, page_out_of_range
 from .parsed_document import Element
 from smcp_sync.context.dpe_render import render_markdown, render_text
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.dpe_uri import DPEURI
+from smcp_sync.protocol.models._fields import evolve
 from smcp_sync.protocol.models.finder import (
     DEFAULT_FINDER_LIMIT,
     DPECatalogue,
@@ -87,7 +86,7 @@ def with_page_index(host: str, doc: LoadedDocument, offset: int, limit: int) -> 
         )
         for index in range(offset, min(offset + limit, len(doc.pages)))
     ]
-    return attrs.evolve(
+    return evolve(
         document_metadata(host, doc), pages=pages, page_offset=offset, page_limit=limit, page_total=len(doc.pages)
     )
 

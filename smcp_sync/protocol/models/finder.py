@@ -9,10 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import attrs
-
 from ._display import html_table, markdown_escape, markdown_table, named, shorten
-from ._fields import empty_list, wire_model
+from ._fields import empty_list, fields_of, wire_model
 
 #: The 19 standard element categories (spec/finder.md, 元素类型).
 ELEMENT_CATEGORIES = frozenset(
@@ -136,7 +134,7 @@ class DPEDocument(_DocumentMetadata):
     __repr__ = _document_repr
 
     def to_summary(self, server: str) -> DPEDocumentSummary:
-        metadata = {a.name: getattr(self, a.name) for a in attrs.fields(_DocumentMetadata)}
+        metadata = {a.name: getattr(self, a.name) for a in fields_of(_DocumentMetadata)}
         return DPEDocumentSummary(server=server, **metadata)
 
 

@@ -6,10 +6,8 @@ import html
 import json
 from typing import Any
 
-import attrs
-
 from ._display import shorten
-from ._fields import empty_list, field, wire_model
+from ._fields import as_dict, empty_list, field, fields_of, wire_model
 from .content import ContentBlock, TextContent
 
 #: Key of `SMCPTool.meta` holding the A2C `ToolMeta` as a JSON *string* (spec rule).
@@ -27,13 +25,13 @@ class ToolMeta:
 
     def to_json(self) -> str:
         """The `a2c_tool_meta` string: every key present, nulls included (as the spec shows)."""
-        return json.dumps(attrs.asdict(self), ensure_ascii=False)
+        return json.dumps(as_dict(self), ensure_ascii=False)
 
     def merged_over(self, base: ToolMeta | None) -> ToolMeta:
         """This meta with unset fields taken from `base` (tool_meta over default_tool_meta)."""
         if base is None:
             return self
-        values = {a.name: getattr(self, a.name) for a in attrs.fields(ToolMeta)}
+        values = {a.name: getattr(self, a.name) for a in fields_of(ToolMeta)}
         return ToolMeta(**{k: v if v is not None else getattr(base, k) for k, v in values.items()})
 
 
