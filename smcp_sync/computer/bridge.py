@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, Callable, Coroutine, TypeVar
 
 import anyio
 import anyio.abc
@@ -70,7 +70,7 @@ class EventLoopThread:
             future.cancel()
             raise TimeoutError(f"no result within {timeout:g}s") from None
 
-    def spawn(self, function: Callable[[], Awaitable[Any]], name: str) -> None:
+    def spawn(self, function: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
         """Run `function()` in the loop's root task group until it returns or the bridge
         stops. Call on the loop; `function` must not raise (it would stop the bridge)."""
         assert self._tasks is not None, "spawn() before start()"

@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
@@ -421,7 +421,7 @@ class Computer:
         if not self._started or self._closed:
             raise RuntimeError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
 
-    def _on_server_events(self, batch: list[ServerEvent]) -> None:
+    def _on_server_events(self, batch: Sequence[ServerEvent]) -> None:
         kinds = {event.kind for event in batch}
         if kinds & _TOOL_EVENTS:
             self._refresh_tools()

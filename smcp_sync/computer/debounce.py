@@ -11,29 +11,33 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Hashable
+from typing import Callable, Generic, Hashable, TypeVar
 
 from .thread_stop import join_stopped
 
 log = logging.getLogger(__name__)
 
+K = TypeVar("K", bound=Hashable)
 
-class Debouncer:
-    def __init__(self, name: str, fire: Callable[[Hashable], None], quiet: float, max_delay: float) -> None:
+
+class Debouncer(Generic[K]):
+    """Fires `fire(key)` for each triggered key (module doc)."""
+
+    def __init__(self, name: str, fire: Callable[[K], None], quiet: float, max_delay: float) -> None:
         if quiet < 0 or max_delay < quiet:
             raise ValueError(f"need 0 <= quiet <= max_delay, got quiet={quiet!r}, max_delay={max_delay!r}")
         self._fire = fire
         self._quiet = quiet
         self._max_delay = max_delay
         self._changed = threading.Condition()
-        self._pending: dict[Hashable, tuple[float, float]] = {}  # key -> (first, last) trigger time
+        self._pending: dict[K, tuple[float, float]] = {}  # key -> (first, last) trigger time
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=f"smcp-computer-debounce[{name}]", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def trigger(self, key: Hashable) -> None:
+    def trigger(self, key: K) -> None:
         """Thread-safe, never blocks for long; ignored once stopped."""
         now = time.monotonic()
         with self._changed:
@@ -67,7 +71,7 @@ class Debouncer:
                 except Exception:
                     log.exception("announcing a change of %r failed", key)
 
-    def _wait_for_due_keys(self) -> list[Hashable] | None:
+    def _wait_for_due_keys(self) -> list[K] | None:
         """Block until some keys are due (popped and returned) or the debouncer stops (None)."""
         while not self._stopped:
             now = time.monotonic()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Any, AsyncIterator, Callable, Iterator, Literal
+from typing import Any, AsyncIterator, Callable, Iterator, Literal, TypeVar, overload
 
 import anyio
 import httpx2
@@ -57,6 +57,8 @@ if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A list (tools, resources) longer than this many pages is a misbehaving server.
 MAX_PAGES = 1000
@@ -224,8 +226,8 @@ def describe_failure(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncIterator[Any]:
-    params = config.server_parameters
     if isinstance(config, StdioServerConfig):
+        params = config.server_parameters
         # the envFile is read at each spawn (a restart sees its edits), off the loop
         server = config.bundle_id or config.name
         env = await anyio.to_thread.run_sync(spawn_environment, params.env, config.env_file, server)
@@ -242,20 +244,19 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncI
                 errlog.close()  # the child has its copy; ours would hide the child's exit
                 yield streams
     elif isinstance(config, SseServerConfig):
+        sse = config.server_parameters
         async with sse_client(
-            params.url,
-            headers=_headers(params.headers),
-            timeout=params.timeout,
-            sse_read_timeout=params.sse_read_timeout,
+            sse.url, headers=_headers(sse.headers), timeout=sse.timeout, sse_read_timeout=sse.sse_read_timeout
         ) as streams:
             yield streams
     else:
-        timeout = httpx2.Timeout(params.timeout, read=params.sse_read_timeout)
+        streamable = config.server_parameters
+        timeout = httpx2.Timeout(streamable.timeout, read=streamable.sse_read_timeout)
         # AuthStatusTransport: a 401/403 to a tools/call keeps its status (upstream_auth).
         transport = AuthStatusTransport(httpx2.AsyncHTTPTransport())
-        async with httpx2.AsyncClient(headers=_headers(params.headers), timeout=timeout, transport=transport) as http:
+        async with httpx2.AsyncClient(headers=_headers(streamable.headers), timeout=timeout, transport=transport) as http:
             async with streamable_http_client(
-                params.url, http_client=http, terminate_on_close=params.terminate_on_close
+                streamable.url, http_client=http, terminate_on_close=streamable.terminate_on_close
             ) as streams:
                 yield streams
 
@@ -331,6 +332,14 @@ def _translated(what: str) -> Iterator[None]:
         raise McpRequestFailed(f"invalid answer to {what}: {exc.error_count()} validation error(s)") from None
     except RuntimeError as exc:  # SDK checks: outputSchema mismatch, input-required results...
         raise McpRequestFailed(f"{what}: {exc}") from None
+
+
+@overload
+def _convert(cls: type[T], sdk_model: Any, what: str) -> T: ...
+
+
+@overload
+def _convert(cls: object, sdk_model: Any, what: str) -> Any: ...  # a union such as ResourceContents
 
 
 def _convert(cls: Any, sdk_model: Any, what: str) -> Any:

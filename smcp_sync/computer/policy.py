@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import attrs
 from attrs.validators import ge, gt
 
-_positive = [gt(0)]
+_positive: list[Callable[[Any, attrs.Attribute[float], float], Any]] = [gt(0)]
 
 
 @attrs.frozen
@@ -30,4 +32,5 @@ class ServerPolicy:
     cold_wait: float = attrs.field(default=5.0, validator=[ge(0)])
 
     def backoff(self, attempt: int) -> float:
-        return min(self.backoff_max, self.backoff_initial * (2 ** min(attempt, 30)))
+        factor: int = 2 ** min(attempt, 30)  # typeshed: int ** int may be a float (negative powers)
+        return min(self.backoff_max, self.backoff_initial * factor)

@@ -13,7 +13,7 @@ sync readers is the immutable `status` snapshot, replaced wholesale.
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 import anyio
 import attrs
@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Starts a long-lived task on the loop: `spawn(function, name)` (the bridge's).
-Spawn = Callable[[Callable[[], Awaitable[Any]], str], None]
+Spawn = Callable[[Callable[[], Coroutine[Any, Any, Any]], str], None]
 
 
 class ServerUnavailable(Exception):
@@ -104,7 +104,7 @@ class ServerConnection:
 
     # -- use of the live session (on the loop, from other tasks) --------------------------
 
-    async def call_tool(self, name: str, arguments: dict, timeout: float) -> CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
         """Raises ServerUnavailable, McpConnectionLost, McpRequestFailed or TimeoutError."""
         return await self.request(lambda session: session.call_tool(name, arguments), timeout)
 
@@ -275,7 +275,7 @@ class ServerConnection:
         if self._wake is not None:
             self._wake.set()
 
-    def _set_status(self, **changes: object) -> None:
+    def _set_status(self, **changes: Any) -> None:
         self.status = attrs.evolve(self.status, **changes)
 
     def _emit(self, kind: ServerEventKind, uri: str | None = None) -> None:

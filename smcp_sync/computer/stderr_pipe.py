@@ -13,7 +13,7 @@ import collections
 import contextlib
 import logging
 import os
-from typing import IO, AsyncIterator
+from typing import AsyncIterator, TextIO
 
 import anyio
 
@@ -44,7 +44,7 @@ class StderrTail:
 
 
 @contextlib.asynccontextmanager
-async def stderr_pipe(tail: StderrTail, encoding: str = "utf-8") -> AsyncIterator[IO[str]]:
+async def stderr_pipe(tail: StderrTail, encoding: str = "utf-8") -> AsyncIterator[TextIO]:
     """Yield the write end to hand to the child; the caller closes it once spawned."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
