@@ -15,7 +15,7 @@ so the host always gets the format it asked for.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Sequence, TypeVar, Union, cast
+from typing import Any, Callable, Literal, Sequence, TypeVar, Union, cast, overload
 
 from ..connection import Connection
 from ..context.dpe_render import render_markdown, render_text
@@ -111,6 +111,39 @@ class FinderMethods:
         uri = document_uri(document).with_query(depth="pages", offset=start, limit=size)
         return self._read_json(computer, uri, DPEDocument, timeout)
 
+    @overload
+    def read_page(
+        self,
+        computer: str,
+        document: DocumentTarget,
+        page_index: int,
+        format: Literal["json"] = ...,
+        categories: Sequence[str] | None = ...,
+        timeout: float = ...,
+    ) -> DPEPage: ...
+
+    @overload
+    def read_page(
+        self,
+        computer: str,
+        document: DocumentTarget,
+        page_index: int,
+        format: Literal["markdown", "text"],
+        categories: Sequence[str] | None = ...,
+        timeout: float = ...,
+    ) -> str: ...
+
+    @overload
+    def read_page(
+        self,
+        computer: str,
+        document: DocumentTarget,
+        page_index: int,
+        format: str,
+        categories: Sequence[str] | None = ...,
+        timeout: float = ...,
+    ) -> DPEPage | str: ...
+
     def read_page(
         self,
         computer: str,
@@ -127,6 +160,26 @@ class FinderMethods:
         wanted = _strings("categories", categories)
         uri = document_uri(document).page(page_index).with_query(format=_format(format), categories=wanted)
         return self._read_dpe(computer, uri, DPEPage, format, timeout)
+
+    @overload
+    def read_element(
+        self,
+        computer: str,
+        document: DocumentTarget,
+        element_id: str,
+        format: Literal["json"] = ...,
+        timeout: float = ...,
+    ) -> DPEElementDetail: ...
+
+    @overload
+    def read_element(
+        self, computer: str, document: DocumentTarget, element_id: str, format: Literal["markdown", "text"], timeout: float = ...
+    ) -> str: ...
+
+    @overload
+    def read_element(
+        self, computer: str, document: DocumentTarget, element_id: str, format: str, timeout: float = ...
+    ) -> DPEElementDetail | str: ...
 
     def read_element(
         self,
