@@ -55,7 +55,7 @@ from .waiting import terminal, waiting
 DEFAULT_NAME = "smcp-sync-cli"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "agent",
         help="act as an Agent once: tools, a tool call, the desktop, the Finder, a resource, the office",
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _act(agent: Agent, args: argparse.Namespace, params: dict | None) -> Any:
+def _act(agent: Agent, args: argparse.Namespace, params: dict[str, Any] | None) -> Any:
     if args.action == "tools":
         return agent.get_tools(args.computer, timeout=args.timeout)
     if args.action == "call":

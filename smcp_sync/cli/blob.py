@@ -22,7 +22,7 @@ from ..protocol.models import PutBlobRet
 _MB = 1024 * 1024
 
 
-def add_blob_parser(actions: argparse._SubParsersAction) -> None:
+def add_blob_parser(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     blob = actions.add_parser("blob", help="get the bytes behind a blob handle, or upload a file")
     ops = blob.add_subparsers(dest="blob_op", required=True, metavar="OP")
     get = ops.add_parser("get", help="save the bytes behind a blob handle (sha256 checked)")

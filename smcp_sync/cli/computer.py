@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # which `smcp-sync agent` / `server` / `--help` do not need.
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "computer",
         help="host MCP servers and serve their tools to an office",

@@ -43,7 +43,7 @@ def documents_folder(text: str) -> Path:
     return path.resolve()
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="run Server, Computer and Agent in one process and walk through the protocol",

@@ -27,7 +27,7 @@ def count_or_zero(text: str) -> int:
     return 0 if text.strip() == "0" else positive_count(text)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "server",
         help="run the SMCP Server (Socket.IO namespace /smcp)",

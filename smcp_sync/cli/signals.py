@@ -7,7 +7,7 @@ import contextlib
 import os
 import select
 import signal
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 
 class Terminated(Exception):
@@ -29,7 +29,7 @@ def sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def wait_for_signals() -> None:
+def wait_for_signals() -> NoReturn:
     """Return never; a signal handler raises (SIGTERM: `Terminated`, SIGINT:
     KeyboardInterrupt). Why the wakeup fd: the OS may deliver the signal to any of our
     threads, and then a plain sleep or wait in the main thread is not interrupted; the

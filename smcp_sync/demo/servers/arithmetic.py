@@ -43,7 +43,7 @@ def evaluate(expression: str) -> int | float:
     except SyntaxError as exc:
         raise ArithmeticRefused(f"not an arithmetic expression: {exc.msg}") from None
     try:
-        value = _value(tree.body)
+        value: int | float = _value(tree.body)
     except ZeroDivisionError:
         raise ArithmeticRefused("division by zero") from None
     except (OverflowError, ValueError, TypeError) as exc:  # math domain, float range, arity

@@ -60,7 +60,8 @@ def parse_markdown(text: str, fallback_title: str) -> ParsedDocument:
 
 def _pages(blocks: list[Block], title: str) -> tuple[Section, ...]:
     sections: list[Section] = []
-    page_title, page_blocks = title, []
+    page_blocks: list[Block] = []
+    page_title = title
     for block in blocks:
         if block.category == "heading" and block.content["level"] <= PAGE_HEADING_LEVEL:
             if page_blocks:

@@ -21,7 +21,7 @@ the client subscribed to (MCP spec). After a failed send the client is forgotten
 from __future__ import annotations
 
 import logging
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 import anyio
 import mcp.types as types
@@ -37,7 +37,7 @@ Ctx = ServerRequestContext[Any, Any]
 #: MCP's "resource not found" of the handshake-era spec revisions (2026-07-28 retires it
 #: for -32602; clients that matter here negotiate the handshake era).
 RESOURCE_NOT_FOUND = -32002
-BackgroundTask = Callable[[], Awaitable[None]]
+BackgroundTask = Callable[[], Coroutine[Any, Any, None]]
 
 
 class NotifyingServer(Server[Any]):
@@ -53,7 +53,7 @@ class NotifyingServer(Server[Any]):
         self._client: ServerSession | None = None
         self._subscribed: set[str] = set()
 
-    def create_initialization_options(  # type: ignore[override]
+    def create_initialization_options(
         self, notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any
     ) -> InitializationOptions:
         return super().create_initialization_options(
