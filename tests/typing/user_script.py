@@ -3,7 +3,7 @@ marked ``# error: CODE`` is a deliberate mistake mypy must report, and nothing e
 
 from concurrent.futures import Future
 
-from smcp_sync import Agent, CallToolResult, Computer, SMCPServer, TextContent
+from smcp_sync import Agent, CallToolResult, Computer, DPEElementDetail, DPEPage, SMCPServer, TextContent
 
 
 def use_agent(agent: Agent) -> str:
@@ -16,6 +16,14 @@ def use_agent(agent: Agent) -> str:
     agent.call_tool("computer", "tool", timeout="soon")  # error: arg-type
     agent.no_such_method()  # error: attr-defined
     return request_id + str(result.is_error) + str(as_future.done()) + str(count)
+
+
+def read_finder(agent: Agent) -> str:
+    page: DPEPage = agent.read_page("computer", "dpe://host/doc", 0)
+    rendered: str = agent.read_page("computer", "dpe://host/doc", 0, format="markdown")
+    detail: DPEElementDetail = agent.read_element("computer", page.uri, "e1")
+    wrong: DPEPage = agent.read_page("computer", page.uri, 1, format="text")  # error: assignment
+    return rendered + str(detail) + str(wrong)
 
 
 def use_computer(computer: Computer) -> int:
