@@ -7,10 +7,10 @@ its scheme, by which listed resources are its entries (every `window://` and `dp
 one; only the package roots among `skill://` ones), by how one becomes a value (a
 window's contents, a document's Level 1 summary, a staged SKILL package) and by the
 event that announces its changes. `ResourceWatch` keeps the
-listings current and drives the background warm-up (`warm`, on the `Warmer` thread):
-every listed resource the Computer can subscribe to is subscribed to and read once,
-in batches (`ServerManager.read_resources`), then served from the `UriCache` until a
-change notice drops it and queues it to be read again.
+listings current and drives the background warm-up (`subscribe_ahead` and `warm`, on the
+`Warmer`'s threads): every listed resource the Computer can subscribe to is subscribed
+to and read once, in batches (`ServerManager.read_resources`), then served from the
+`UriCache` until a change notice drops it and queues it to be read again.
 
 Why warm in the background: a cold Finder of thousands of documents takes longer to read
 than the Server waits for an answer. A reader (`entries`) waits at most `wait` seconds
@@ -194,21 +194,32 @@ class ResourceChannel(Generic[V]):
         uris = self.cache.uris(server)
         return uris if uri is None else tuple(u for u in uris if u == uri)
 
-    def warm(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
-        """Subscribe to and read (then cache) up to `limit` of the URIs `server` has
-        waiting for the warm-up. A URI whose subscription is refused is not read: it
-        could not be cached, so readers read it on demand. Once `halted()`, what the
-        requests gave is dropped unlogged (the MCP servers are stopping)."""
+    def subscribe_ahead(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
+        """Subscribe to up to `limit` of the URIs `server` has waiting for the warm-up; the
+        accepted ones are then queued to be read (`warm`). A URI whose subscription is
+        refused is not read: it could not be cached, so readers read it on demand."""
+        batch = self.cache.take_subscribing(server, limit)
+        if batch is None:
+            return WarmStep(worked=False)
+        accepted: set[str] = set()
+        try:
+            if not halted():
+                accepted = subscribe(server, batch.uris)
+        finally:
+            announce = self.cache.subscribed(server, batch.generation, accepted, asked=batch.uris)
+        return WarmStep(worked=True, announce=announce)
+
+    def warm(self, server: str, limit: int, halted: Callable[[], bool]) -> WarmStep:
+        """Read (then cache) up to `limit` of the subscribed URIs `server` has waiting for
+        the warm-up. Once `halted()`, what the requests gave is dropped unlogged (the MCP
+        servers are stopping)."""
         batch = self.cache.take_warming(server, limit)
         if batch is None:
             return WarmStep(worked=False)
         try:
-            accepted = subscribe(server, batch.unsubscribed) if batch.unsubscribed else set()
-            self.cache.subscribed(server, batch.generation, accepted)
             ticket = self.cache.ticket(server)  # after subscribing: a change from now on is heard
             if ticket is not None and ticket.generation == batch.generation and not halted():
-                refused = set(batch.unsubscribed) - accepted
-                self._read(server, [u for u in batch.uris if u not in refused], ticket, halted)
+                self._read(server, batch.uris, ticket, halted)
         finally:
             announce = self.cache.finish(server, batch.generation, batch.uris)
         return WarmStep(worked=True, announce=announce)

@@ -13,12 +13,14 @@ announces edits (`resources/updated`); any other value could go stale unnoticed,
 read again each time. A value read while its URI changed is not stored (`Ticket`): each
 URI remembers when it last changed, so a storm on one document spoils no other read.
 
-The warm-up (`ResourceChannel.warm`) takes URIs to read with `take_warming` and reports
-them done with `finish`; a reader waits for them with `wait_warm`, but not when the
-warm-up's recent pace says it cannot finish in time: the reader then answers at once
-with what is read rather than after its whole wait with little more. When a reader had
-to answer before they were read, the cache owes the office an announcement, due once
-nothing is left to read (`finish` says when).
+The warm-up has two stages, at work at once (`Warmer`): it subscribes to the URIs it
+takes with `take_subscribing` and reports them with `subscribed`, which queues the
+accepted ones to be read; it reads the URIs it takes with `take_warming` and reports them
+done with `finish`. A reader waits for them with `wait_warm`, but not when the warm-up's
+recent pace says it cannot finish in time: the reader then answers at once with what is
+read rather than after its whole wait with little more. When a reader had to answer
+before they were read, the cache owes the office an announcement, due once nothing is
+left to read (`finish` or `subscribed` says when).
 
 A channel may keep a structure of its own over the values (the Finder's index): the
 cache reports each change of a server's values to its `CacheWatcher`, under the lock, so
@@ -83,11 +85,10 @@ class Ticket(NamedTuple):
 
 
 class WarmBatch(NamedTuple):
-    """URIs taken for the background warm-up; `unsubscribed` of them need a subscription first."""
+    """URIs taken for a stage of the background warm-up (subscribing, or reading)."""
 
     generation: int
     uris: list[str]
-    unsubscribed: list[str]
 
 
 @attrs.define
@@ -106,17 +107,35 @@ class _Listing:
     changed_at: dict[str, int] = attrs.field(factory=dict)
     #: When every value last changed (an unlisted URI of the server changed).
     all_changed_at: int = 0
-    #: In order: URIs the warm-up is to read (subscribing first if need be).
+    #: In order: URIs the warm-up is to subscribe to (then to read).
+    to_subscribe: dict[str, None] = attrs.field(factory=dict)
+    #: Taken by the warm-up to subscribe to, not done yet.
+    subscribing: set[str] = attrs.field(factory=set)
+    #: In order: URIs the warm-up is to read (subscribed to).
     warming: dict[str, None] = attrs.field(factory=dict)
-    #: Taken by the warm-up and not finished yet.
+    #: Taken by the warm-up to read and not finished yet.
     reading: set[str] = attrs.field(factory=set)
 
     @property
     def pending(self) -> bool:
-        return bool(self.warming or self.reading)
+        return bool(self.to_subscribe or self.subscribing or self.warming or self.reading)
+
+    @property
+    def left(self) -> int:
+        return len(self.to_subscribe) + len(self.subscribing) + len(self.warming) + len(self.reading)
+
+    def warms(self, uri: str) -> bool:
+        """Whether the warm-up is still to read `uri` (maybe to subscribe first)."""
+        return uri in self.warming or uri in self.reading or uri in self.to_subscribe or uri in self.subscribing
 
     def warm_all(self, uris: Iterable[str]) -> None:
-        self.warming.update((uri, None) for uri in uris if uri not in self.values and uri not in self.reading)
+        for uri in uris:
+            if uri in self.values or uri in self.reading or uri in self.subscribing:
+                continue
+            if uri in self.cacheable:
+                self.warming[uri] = None
+            else:
+                self.to_subscribe[uri] = None
 
 
 class UriCache:
@@ -155,6 +174,7 @@ class UriCache:
                 listing.values = {u: v for u, v in old.values.items() if u in listing.cacheable}
                 listing.epoch, listing.changed_at = old.epoch, old.changed_at
                 listing.all_changed_at, listing.reading = old.all_changed_at, old.reading
+                listing.subscribing = old.subscribing
             if subscribable:
                 listing.warm_all(uris)
             self._listings[server] = listing
@@ -194,17 +214,26 @@ class UriCache:
             listing.warming.update((u, None) for u in dropped)
             self._changed.notify_all()
 
-    def subscribed(self, server: str, generation: int, uris: Iterable[str]) -> None:
+    def subscribed(self, server: str, generation: int, uris: Iterable[str], asked: Sequence[str] = ()) -> bool:
         """The Computer is now subscribed to `uris` of `server` (in session `generation`):
-        their values may be cached, but not from a read that started before."""
+        their values may be cached, but not from a read that started before. `asked`: a
+        batch of `take_subscribing`, now done with; those of `uris` among them are queued
+        for the warm-up to read, the others (refused) are left to readers. True when an
+        announcement is owed and comes due (then settled), as with `finish`."""
         with self._lock:
             listing = self._listings.get(server)
-            if listing is None or listing.generation != generation:
-                return
-            listing.epoch += 1
-            for uri in listing.listed.intersection(uris):
-                listing.cacheable.add(uri)
-                listing.changed_at[uri] = listing.epoch
+            if listing is not None and listing.generation == generation:
+                listing.epoch += 1
+                accepted = listing.listed.intersection(uris)
+                for uri in accepted:
+                    listing.cacheable.add(uri)
+                    listing.changed_at[uri] = listing.epoch
+                for uri in asked:  # in the warm-up's order
+                    if uri in accepted and uri in listing.subscribing and uri not in listing.reading:
+                        listing.warming[uri] = None
+                listing.subscribing.difference_update(asked)
+            self._changed.notify_all()
+            return self._owed_now_due()
 
     def uris(self, server: str) -> tuple[str, ...]:
         with self._lock:
@@ -244,7 +273,7 @@ class UriCache:
             missing = [
                 uri
                 for uri in uris
-                if uri not in listing.values and uri not in listing.warming and uri not in listing.reading
+                if uri not in listing.values and not listing.warms(uri)
             ]
             return missing, ticket
 
@@ -265,19 +294,23 @@ class UriCache:
             self._changed.notify_all()
             return len(kept) == len(values)
 
+    def take_subscribing(self, server: str, limit: int) -> WarmBatch | None:
+        """Up to `limit` URIs for the warm-up to subscribe to (None: nothing to do), marked
+        as being subscribed to until `subscribed` names them `asked`."""
+        with self._lock:
+            listing = self._listings.get(server)
+            if listing is None or not listing.to_subscribe:
+                return None
+            return WarmBatch(listing.generation, _take(listing.to_subscribe, listing.subscribing, limit))
+
     def take_warming(self, server: str, limit: int) -> WarmBatch | None:
-        """Up to `limit` URIs for the warm-up to read (None: nothing to do), marked as being
-        read until `finish`."""
+        """Up to `limit` subscribed URIs for the warm-up to read (None: nothing to do),
+        marked as being read until `finish`."""
         with self._lock:
             listing = self._listings.get(server)
             if listing is None or not listing.warming:
                 return None
-            taken = list(itertools.islice(listing.warming, limit))
-            for uri in taken:
-                del listing.warming[uri]
-            listing.reading.update(taken)
-            unsubscribed = [uri for uri in taken if uri not in listing.cacheable]
-            return WarmBatch(listing.generation, taken, unsubscribed)
+            return WarmBatch(listing.generation, _take(listing.warming, listing.reading, limit))
 
     def finish(self, server: str, generation: int, uris: Sequence[str]) -> bool:
         """The warm-up is done with `uris` (read and stored, or given up); True when this
@@ -288,10 +321,14 @@ class UriCache:
                 listing.reading.difference_update(uris)
             self._pace.finished(len(uris), time.monotonic())
             self._changed.notify_all()
-            due = self._owed and not any(listing.pending for listing in self._listings.values())
-            if due:
-                self._owed = False
-            return due
+            return self._owed_now_due()
+
+    def _owed_now_due(self) -> bool:
+        """An announcement is owed and nothing is left to read: it is due (and settled)."""
+        due = self._owed and not any(listing.pending for listing in self._listings.values())
+        if due:
+            self._owed = False
+        return due
 
     def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float) -> bool:
         """Wait up to `timeout` seconds until the warm-up has nothing left to read of
@@ -303,7 +340,7 @@ class UriCache:
             for server in servers:
                 listing = self._listings.get(server)
                 if listing is not None and (
-                    listing.pending if uri is None else uri in listing.warming or uri in listing.reading
+                    listing.pending if uri is None else listing.warms(uri)
                 ):
                     return False
             return True
@@ -326,13 +363,13 @@ class UriCache:
 
     def _left(self, server: str) -> int:
         listing = self._listings.get(server)
-        return 0 if listing is None else len(listing.warming) + len(listing.reading)
+        return 0 if listing is None else listing.left
 
     def progress(self) -> list[tuple[str, int, int]]:
         """(server, URIs still to read, URIs listed) of each server the warm-up is busy with."""
         with self._lock:
             return [
-                (server, len(listing.warming) + len(listing.reading), len(listing.uris))
+                (server, listing.left, len(listing.uris))
                 for server, listing in self._listings.items()
                 if listing.pending
             ]
@@ -341,3 +378,12 @@ class UriCache:
         """Every cached (server, uri, value)."""
         with self._lock:
             return [(s, u, v) for s, listing in self._listings.items() for u, v in listing.values.items()]
+
+
+def _take(queue: dict[str, None], taken: set[str], limit: int) -> list[str]:
+    """The first `limit` of `queue`, moved to `taken`."""
+    batch = list(itertools.islice(queue, limit))
+    for uri in batch:
+        del queue[uri]
+    taken.update(batch)
+    return batch

@@ -102,5 +102,5 @@ def test_closing_stops_the_warm_up_under_way(computer_factory: Any) -> None:
     began = time.monotonic()
     computer.close()
     assert time.monotonic() - began < 8.0
-    assert not any(t.name.startswith("smcp-computer-warm") for t in threading.enumerate())
+    assert not any(t.name.startswith(("smcp-computer-warm", "smcp-computer-subscribe")) for t in threading.enumerate())
     # and no_leaks (computer_factory) checks every thread and child process is gone

@@ -103,27 +103,41 @@ def test_a_read_that_started_before_its_subscription_is_not_kept() -> None:
 def test_the_warm_up_queue_follows_listings_changes_and_subscriptions() -> None:
     cache = UriCache()
     cache.replace("plain", 1, ["x"])  # no subscriptions: nothing to warm, read on demand
-    assert cache.take_warming("plain", 10) is None and cache.unread("plain", ["x"])[0] == ["x"]
+    assert cache.take_subscribing("plain", 10) is None and cache.take_warming("plain", 10) is None
+    assert cache.unread("plain", ["x"])[0] == ["x"]
 
     cache.replace("s", 1, ["a", "b", "c"], subscribable=True)
     assert cache.unread("s", ["a", "b", "c"])[0] == []  # the warm-up reads them: readers do not
     assert cache.progress() == [("s", 3, 3)]
-    first = cache.take_warming("s", 2)
-    assert first is not None and (first.uris, first.unsubscribed) == (["a", "b"], ["a", "b"])
-    cache.subscribed("s", 1, ["a", "b"])
+    assert cache.take_warming("s", 10) is None  # nothing is read before it is subscribed to
+    first = cache.take_subscribing("s", 2)
+    assert first == (1, ["a", "b"])
+    cache.replace("s", 1, ["a", "b", "c"], subscribable=True)  # listed again meanwhile: no second subscription
+    assert cache.take_subscribing("s", 10) == (1, ["c"])
+    assert cache.subscribed("s", 1, ["a"], asked=first.uris) is False  # b refused; nothing owed
+    assert cache.unread("s", ["a", "b", "c"])[0] == ["b"]  # b is left to readers
+    reading = cache.take_warming("s", 10)
+    assert reading == (1, ["a"])  # only what is subscribed to
     assert cache.store("s", {"a": "A"}, cache.cached("s")[1]) is True
-    assert cache.finish("s", 1, first.uris) is False  # nothing owed
-    assert cache.unread("s", ["a", "b", "c"])[0] == ["b"]  # b was not read: a reader reads it
-    assert cache.progress() == [("s", 1, 3)]
+    assert cache.finish("s", 1, reading.uris) is False
+    assert cache.progress() == [("s", 1, 3)]  # c: still being subscribed to
+    cache.subscribed("s", 1, ["c"], asked=["c"])
 
-    cache.invalidate("s", "a")  # read again in the background...
-    second = cache.take_warming("s", 10)
-    assert second is not None and (second.uris, second.unsubscribed) == (["c", "a"], ["c"])
-    cache.finish("s", 1, second.uris)
+    cache.invalidate("s", "a")  # read again in the background, no new subscription
+    assert cache.take_subscribing("s", 10) is None
+    assert cache.take_warming("s", 10) == (1, ["c", "a"])
+    cache.finish("s", 1, ["c", "a"])
     cache.invalidate("s", "unlisted")  # ...every subscribed URI
-    assert cache.take_warming("s", 10) == (1, ["a", "b"], [])
+    assert cache.take_warming("s", 10) == (1, ["a", "c"])
     cache.replace("s", 2, ["a", "b", "c"], subscribable=True)  # new session: all again
-    assert cache.take_warming("s", 10) == (2, ["a", "b", "c"], ["a", "b", "c"])
+    assert cache.take_subscribing("s", 10) == (2, ["a", "b", "c"])
+
+
+def subscribe_all(cache: UriCache, server: str) -> None:
+    """The warm-up's first stage, every subscription accepted."""
+    batch = cache.take_subscribing(server, 1000)
+    assert batch is not None
+    assert cache.subscribed(server, batch.generation, batch.uris, asked=batch.uris) is False
 
 
 def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_not() -> None:
@@ -133,6 +147,7 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
     assert cache.wait_warm(["idle"], None, 0) is True  # nothing to wait for
     started = time.monotonic()
     assert cache.wait_warm(["s"], None, 0.2) is False and 0.2 <= time.monotonic() - started < 1.0
+    subscribe_all(cache, "s")
     batch = cache.take_warming("s", 1)
     assert batch is not None and cache.finish("s", 1, batch.uris) is False  # b is still to read
     assert cache.wait_warm(["s"], "a", 0) is True  # a alone is done
@@ -146,6 +161,7 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
     assert due == [True]  # the announcement owed since the first wait came due with it
     cache.replace("s", 1, ["a", "b", "c"], subscribable=True)
     assert cache.wait_warm(["s"], "c", 0) is False
+    subscribe_all(cache, "s")
     last = cache.take_warming("s", 10)
     assert last is not None and cache.finish("s", 1, last.uris) is True
     assert cache.finish("s", 1, []) is False  # settled once
@@ -154,6 +170,7 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
 def test_a_reader_does_not_wait_for_a_warm_up_too_slow_to_finish_in_time() -> None:
     cache = UriCache()
     cache.replace("s", 1, [f"u{i}" for i in range(100)], subscribable=True)
+    subscribe_all(cache, "s")
     for _ in range(2):  # one URI each 0.2 s: the other 98 need about 20 s
         batch = cache.take_warming("s", 1)
         assert batch is not None
