@@ -19,11 +19,11 @@ from typing import Reversible, Sequence
 
 import attrs
 
-from ..context.finder import CatalogueEntry, catalogue_entry, check_page
+from ..context.finder import CatalogueEntry, catalogue_entry, check_page, dpe_uri_level
 from ..context.server_order import CallRecord
 from ..protocol import events
 from ..protocol.codec import from_wire
-from ..protocol.dpe_uri import SCHEME, parse_dpe_uri
+from ..protocol.dpe_uri import SCHEME
 from ..protocol.errors import BadRequestError
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
@@ -63,7 +63,7 @@ def finder_channel(manager: ServerManager, timeout: float, wait: float) -> Resou
 
 
 def _check_document_uri(uri: str) -> None:
-    if parse_dpe_uri(uri).level != 1:
+    if dpe_uri_level(uri) != 1:
         raise BadRequestError("a listed dpe:// resource must be a document (Level 1) URI")
 
 

@@ -424,19 +424,20 @@ async def _await(coro: Awaitable[Any]) -> None:
 async def _each_bounded(
     requests: Sequence[Callable[[], Awaitable[T]]], expected: tuple[type[BaseException], ...]
 ) -> list[T | BaseException]:
-    """Await every request, `BATCH_CONCURRENCY` at a time; an `expected` failure becomes
-    that request's outcome (any other error is a bug, and fails the batch)."""
+    """Await every request, in order, by `BATCH_CONCURRENCY` workers (a task per worker,
+    not per request: a batch has hundreds); an `expected` failure becomes that request's
+    outcome (any other error is a bug, and fails the batch)."""
     outcomes: list[Any] = [None] * len(requests)
-    limiter = anyio.CapacityLimiter(BATCH_CONCURRENCY)
+    todo = iter(range(len(requests)))  # shared: each request is taken by one worker
 
-    async def one(index: int) -> None:
-        async with limiter:
+    async def worker() -> None:
+        for index in todo:
             try:
                 outcomes[index] = await requests[index]()
             except expected as exc:
                 outcomes[index] = exc
 
     async with anyio.create_task_group() as tasks:
-        for index in range(len(requests)):
-            tasks.start_soon(one, index)
+        for _ in range(min(BATCH_CONCURRENCY, len(requests))):
+            tasks.start_soon(worker)
     return outcomes

@@ -24,6 +24,7 @@ entries with `organize_catalogue`; `organize_finder` is the same over plain summ
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 from typing import Iterable, Reversible, Sequence
 
@@ -51,10 +52,18 @@ class CatalogueEntry:
 def catalogue_entry(doc: DPEDocumentSummary) -> CatalogueEntry:
     """`doc` checked and keyed; raises `InvalidURIError` (4204) when its `uri` is not a
     document (Level 1) `dpe://` URI."""
-    if parse_dpe_uri(doc.uri).level != 1:
+    if dpe_uri_level(doc.uri) != 1:
         raise InvalidURIError(f"{doc.uri} is not a document (Level 1) URI", details={"uri": doc.uri})
     texts = (doc.title, *(doc.keywords or ()), doc.summary or "")
     return CatalogueEntry(doc, _recency_key(doc.last_modified), tuple(text.casefold() for text in texts))
+
+
+@functools.lru_cache(maxsize=1024)
+def dpe_uri_level(uri: str) -> int:
+    """The level of a `dpe://` URI (`InvalidURIError` if it is not one). Remembered for
+    the last URIs: the Computer checks a document's listed URI before reading it, and
+    the same URI again in the summary it read."""
+    return parse_dpe_uri(uri).level
 
 
 def organize_finder(
