@@ -8,10 +8,11 @@ garbage of it). Here the `UriCache` reports each change of a server's values thr
 `CacheWatcher` hook, under its lock, and the index applies it to that server's `_Shelf`
 alone: one entry in, one out, in each of the shelf's views. A view is the entries of the
 server one `CatalogueFilter` keeps, newest first then in listing order (what
-`organize_catalogue` gives within a server); every shelf has the unfiltered one, and a
-query with another filter makes that view once from it (a scan, never a sort) and finds
-it kept current afterwards. A query then walks the servers in their tool-call order,
-skipping whole views until its offset: work in the number of servers plus the page.
+`organize_catalogue` gives within a server). Every shelf keeps the unfiltered view and
+one per file type; a query with keywords makes its view once from its file type's (a
+scan, never a sort) and finds it kept current afterwards (the last `MAX_VIEWS` keyword
+filters are kept). A query then walks the servers in their tool-call order, skipping
+whole views until its offset: work in the number of servers plus the page.
 
 Values the cache holds that are not entries (a document that could not be read) are not
 in the index; values read on demand for a query (a server without subscriptions) are
@@ -21,6 +22,7 @@ merged into a throw-away copy of their server's shelf.
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from typing import Any, Iterable, Mapping, Reversible, Sequence
 
@@ -29,7 +31,7 @@ from ..context.server_order import CallRecord, order_servers
 from ..protocol.models import DEFAULT_FINDER_LIMIT, DPEDocumentSummary
 from .uri_cache import CacheWatcher
 
-#: Filtered views a shelf keeps besides the unfiltered one (least recently asked dropped).
+#: Keyword views a shelf keeps (the least recently asked is dropped).
 MAX_VIEWS = 32
 #: Values stored at once beyond which a shelf sorts itself again rather than inserting
 #: each (the warm-up stores hundreds; a change notice's read, one).
@@ -43,18 +45,20 @@ _Key = tuple[Any, ...]
 
 
 class _Shelf:
-    """One server's cached entries and its views (each a sorted list of `_Key`s)."""
+    """One server's cached entries and its views (each a sorted list of `_Key`s): the
+    unfiltered one and one per file type, always; one per keyword filter asked lately."""
 
     def __init__(self, uris: Sequence[str], entries: Mapping[str, Any]) -> None:
         self.uris = tuple(uris)
         self._position = {uri: index for index, uri in enumerate(self.uris)}
         self._keys: dict[str, _Key] = {}
-        self._views: dict[CatalogueFilter, list[_Key]] = {}
+        self._views: dict[CatalogueFilter, list[_Key]] = {_ALL: []}
+        self._searches: dict[CatalogueFilter, list[_Key]] = {}  # least recently asked first
         self.put_many(entries)
 
     def put_many(self, values: Mapping[str, Any]) -> None:
-        """`put` each of `values` (by URI); many at once: one sort, filtered views dropped."""
-        if self._views and len(values) <= RESORT_FROM:
+        """`put` each of `values` (by URI); many at once: one sort, keyword views dropped."""
+        if len(values) <= RESORT_FROM:
             for uri, value in values.items():
                 self.put(uri, value)
             return
@@ -62,7 +66,11 @@ class _Shelf:
             self._keys.pop(uri, None)
             if isinstance(value, CatalogueEntry) and uri in self._position:
                 self._keys[uri] = (*value.recency, self._position[uri], value)
-        self._views = {_ALL: sorted(self._keys.values())}
+        everything = sorted(self._keys.values())
+        self._views = {_ALL: everything}
+        for key in everything:
+            self._views.setdefault(_of_type(key[-1]), []).append(key)
+        self._searches = {}
 
     def entries(self) -> dict[str, CatalogueEntry]:
         return {uri: key[-1] for uri, key in self._keys.items()}
@@ -73,7 +81,8 @@ class _Shelf:
         if not isinstance(value, CatalogueEntry) or uri not in self._position:
             return
         key = self._keys[uri] = (*value.recency, self._position[uri], value)
-        for wanted, view in self._views.items():
+        self._views.setdefault(_of_type(value), [])
+        for wanted, view in self._filtered():
             if wanted.keeps(value):
                 bisect.insort(view, key)
 
@@ -81,19 +90,31 @@ class _Shelf:
         key = self._keys.pop(uri, None)
         if key is None:
             return
-        for wanted, view in self._views.items():
+        for wanted, view in self._filtered():
             if wanted.keeps(key[-1]):
                 del view[bisect.bisect_left(view, key)]
 
     def view(self, wanted: CatalogueFilter) -> list[_Key]:
-        """The keys `wanted` keeps, in order; made from the unfiltered view if new."""
-        view = self._views.pop(wanted, None)
+        """The keys `wanted` keeps, in order; a keyword view is made (from the view of its
+        file type) if new."""
+        if not wanted.needles:
+            return self._views.get(wanted, [])  # no view of a file type: none of it here
+        view = self._searches.pop(wanted, None)
         if view is None:
-            view = [key for key in self._views[_ALL] if wanted.keeps(key[-1])]
-            if len(self._views) > MAX_VIEWS:
-                del self._views[next(name for name in self._views if name != _ALL)]
-        self._views[wanted] = view  # last: most recently asked
+            keeps = wanted.keeps
+            view = [key for key in self.view(_of_type(wanted)) if keeps(key[-1])]
+            if len(self._searches) >= MAX_VIEWS:
+                del self._searches[next(iter(self._searches))]
+        self._searches[wanted] = view  # last: most recently asked
         return view
+
+    def _filtered(self) -> Iterable[tuple[CatalogueFilter, list[_Key]]]:
+        return itertools.chain(self._views.items(), self._searches.items())
+
+
+def _of_type(item: CatalogueEntry | CatalogueFilter) -> CatalogueFilter:
+    """The filter of an entry's file type, or of a filter's file type alone."""
+    return CatalogueFilter((), item.summary.file_type if isinstance(item, CatalogueEntry) else item.file_type)
 
 
 class FinderIndex(CacheWatcher):

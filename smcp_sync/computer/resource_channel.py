@@ -217,7 +217,7 @@ class ResourceChannel(Generic[V]):
         if batch is None:
             return WarmStep(worked=False)
         try:
-            ticket = self.cache.ticket(server)  # after subscribing: a change from now on is heard
+            ticket = self.cache.ticket(server)  # they are subscribed to: a change from now on is heard
             if ticket is not None and ticket.generation == batch.generation and not halted():
                 self._read(server, batch.uris, ticket, halted)
         finally:

@@ -38,6 +38,7 @@ from .server_order import CallRecord, order_servers
 logger = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_NUL = "\0"
 
 
 @attrs.frozen
@@ -47,6 +48,8 @@ class CatalogueEntry:
     summary: DPEDocumentSummary
     recency: tuple[int, datetime.timedelta]
     folded_texts: tuple[str, ...]
+    #: The folded texts joined by NUL: one substring search per keyword, not one per text.
+    folded_text: str = attrs.field(default=attrs.Factory(lambda self: _NUL.join(self.folded_texts), takes_self=True))
 
 
 def catalogue_entry(doc: DPEDocumentSummary) -> CatalogueEntry:
@@ -107,9 +110,15 @@ class CatalogueFilter:
     file_type: str = ""
 
     def keeps(self, entry: CatalogueEntry) -> bool:
-        return (not self.needles or _matches(entry.folded_texts, self.needles)) and (
-            not self.file_type or entry.summary.file_type == self.file_type
-        )
+        if self.file_type and entry.summary.file_type != self.file_type:
+            return False
+        if not self.needles:
+            return True
+        text = entry.folded_text
+        for needle in self.needles:
+            if needle in text if _NUL not in needle else any(needle in part for part in entry.folded_texts):
+                return True
+        return False
 
 
 def catalogue_filter(keywords: Sequence[str] | None, file_type: str | None) -> CatalogueFilter:
@@ -137,9 +146,6 @@ def _entry_or_none(doc: DPEDocumentSummary) -> CatalogueEntry | None:
         logger.warning("finder: skipping a document of %s: %s", doc.server, exc.message)
         return None
 
-
-def _matches(folded_texts: tuple[str, ...], needles: tuple[str, ...]) -> bool:
-    return any(needle in text for needle in needles for text in folded_texts)
 
 
 def _recency_key(last_modified: str | None) -> tuple[int, datetime.timedelta]:
