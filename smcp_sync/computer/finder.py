@@ -4,12 +4,14 @@ what an Agent gets for `client:get_finder`.
 A document's value is its `CatalogueEntry` (its `DPEDocumentSummary`, checked and keyed
 for ordering), built from one read of its Level 1 URI and cached until a change notice
 drops it (DESIGN §3: never a read per document per call; and no parsing per document
-per call either). The reads happen in the background as soon as a server's documents
-are listed (see `resource_channel`); a catalogue not read in full within `wait` seconds
-is answered from the documents read so far — `total_count` counts those — and
-`server:update_finder` follows once the rest is read. A document that cannot be read,
-is not a DPE document or names no document URI is left out of the catalogue, not
-allowed to fail it (see `ResourceChannel.diagnostics`).
+per call either), and kept in catalogue order by the channel's `FinderIndex` as it
+changes (no gathering, filtering or sorting of the whole catalogue per call either).
+The reads happen in the background as soon as a server's documents are listed (see
+`resource_channel`); a catalogue not read in full within `wait` seconds (or that the
+warm-up's pace shows cannot be) is answered from the documents read so far —
+`total_count` counts those — and `server:update_finder` follows once the rest is read.
+A document that cannot be read, is not a DPE document or names no document URI is left
+out of the catalogue, not allowed to fail it (see `ResourceChannel.diagnostics`).
 """
 
 from __future__ import annotations
