@@ -20,7 +20,7 @@ from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
 
 from context_end_to_end.helpers import copy_samples, documents_config, windows_config
-from computer.helpers import wait_until
+from computer.helpers import CallLogs, wait_until
 from server.test_cli_server import ServerProcess
 
 from reliability.parts import Notes, tool_server
@@ -64,8 +64,9 @@ def members(agent: Agent) -> set[tuple[str, str]]:
 
 def test_an_agent_on_one_node_uses_a_computer_on_another(cluster, tmp_path: Path) -> None:
     _, (a, b, _) = cluster
+    calls = CallLogs(tmp_path)
     servers = [
-        tool_server(),
+        tool_server(env=calls.env),
         windows_config("apps", "--host-id", "com.example.apps", "--interval", "60"),
         documents_config(copy_samples(tmp_path / "documents")),
     ]
@@ -89,8 +90,8 @@ def test_an_agent_on_one_node_uses_a_computer_on_another(cluster, tmp_path: Path
             assert call.result(timeout=TIMEOUT).is_error
 
             # a Computer on another node disconnecting fails the pending call at once
-            pending = agent.submit_tool_call("pc", "tools__sleep", {"seconds": 60}, timeout=120)
-            threading.Event().wait(1.0)  # the request is on node B's Computer by now
+            pending = agent.submit_tool_call("pc", "tools__sleep", {"seconds": 61}, timeout=120)
+            calls.wait_started(61, TIMEOUT)  # the request is on node B's Computer (and its MCP server)
         with pytest.raises(SMCPError) as gone:
             pending.result(timeout=TIMEOUT)  # far below the call's own 120 s
         assert gone.value.code == ErrorCode.NOT_FOUND
@@ -166,13 +167,14 @@ def test_a_killed_node_leaves_its_offices_once(cluster) -> None:
         doomed_node.stop()
 
 
-def test_smcp_sync_server_with_redis_is_a_node(cluster) -> None:
+def test_smcp_sync_server_with_redis_is_a_node(cluster, tmp_path: Path) -> None:
     """`smcp-sync server --redis` under gunicorn: its forked worker is a node of its own."""
     redis, (a, _, _) = cluster
     cli_node = ServerProcess("--port", "0", "--redis", redis.url)
     try:
         with agent_at(cli_node.url, "cli") as agent:
-            with Computer("pc", [tool_server()], reconnect=NO_RECONNECT) as computer:
+            calls = CallLogs(tmp_path)
+            with Computer("pc", [tool_server(env=calls.env)], reconnect=NO_RECONNECT) as computer:
                 computer.connect(a.url, "cli", timeout=TIMEOUT)
                 assert members(agent) == {("agent", "agent"), ("computer", "pc")}
                 with pytest.raises(SMCPError) as taken:
@@ -180,7 +182,7 @@ def test_smcp_sync_server_with_redis_is_a_node(cluster) -> None:
                         pass
                 assert taken.value.code == ErrorCode.ROOM_FULL
                 pending = agent.submit_tool_call("pc", "tools__sleep", {"seconds": 60}, timeout=120)
-                threading.Event().wait(1.0)  # the request is on node A's Computer by now
+                calls.wait_started(60, TIMEOUT)  # the request is on node A's Computer (and its MCP server)
             with pytest.raises(SMCPError) as gone:  # the worker follows the registry's 'gone' channel
                 pending.result(timeout=TIMEOUT)
             assert gone.value.code == ErrorCode.NOT_FOUND
