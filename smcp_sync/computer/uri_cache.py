@@ -331,39 +331,41 @@ class UriCache:
         return due
 
     def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float) -> bool:
-        """Wait up to `timeout` seconds until the warm-up has nothing left to read of
-        `servers` (of `uri` alone, if given); True if so. False means the caller answers
-        without those values, and an announcement is owed for when they are read; it is
-        said as soon as the warm-up's pace shows it cannot finish within `timeout`."""
-
-        def settled() -> bool:
-            for server in servers:
-                listing = self._listings.get(server)
-                if listing is not None and (
-                    listing.pending if uri is None else listing.warms(uri)
-                ):
-                    return False
-            return True
-
-        def out_of_reach(remaining: float, now: float) -> bool:
-            left = sum(self._left(server) for server in servers) if uri is None else 1
-            needed = self._pace.seconds_for(left, now)
-            return needed is not None and needed > remaining
-
+        """Wait up to `timeout` seconds until the warm-up has read what it had left to read
+        of `servers` (of `uri` alone, if given) when the wait began; True if nothing is
+        left then. False means the caller answers without some values, and an
+        announcement is owed for when they are read. The wait ends early when the
+        warm-up's pace shows it cannot finish in time; and what is queued during it (a
+        change notice) is not waited for: a stream of changes would hold up every reader."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while not settled():
+            awaited = {server: self._warming_of(server, uri) for server in servers}
+            while any(awaited.values()):
                 now = time.monotonic()
                 remaining = deadline - now
-                if remaining <= 0 or out_of_reach(remaining, now):
+                left = sum(map(len, awaited.values()))
+                needed = self._pace.seconds_for(left, now)
+                if remaining <= 0 or (needed is not None and needed > remaining):
+                    break
+                self._changed.wait(remaining)
+                for server, uris in awaited.items():
+                    listing = self._listings.get(server)
+                    awaited[server] = {u for u in uris if listing.warms(u)} if listing is not None else set()
+            for server in servers:
+                listing = self._listings.get(server)
+                if listing is not None and (listing.pending if uri is None else listing.warms(uri)):
                     self._owed = True
                     return False
-                self._changed.wait(remaining)
             return True
 
-    def _left(self, server: str) -> int:
+    def _warming_of(self, server: str, uri: str | None) -> set[str]:
+        """The URIs of `server` (`uri` alone, if given) the warm-up is still to read."""
         listing = self._listings.get(server)
-        return 0 if listing is None else listing.left
+        if listing is None or not listing.pending:
+            return set()
+        if uri is not None:
+            return {uri} if listing.warms(uri) else set()
+        return {*listing.to_subscribe, *listing.subscribing, *listing.warming, *listing.reading}
 
     def progress(self) -> list[tuple[str, int, int]]:
         """(server, URIs still to read, URIs listed) of each server the warm-up is busy with."""
