@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUN_TIMEOUT = 240.0
+RUN_TIMEOUT = 300.0
 
 PATH_LABELS = (
     "floor: MCP ClientSession → stdio echo (asyncio)",
