@@ -54,6 +54,8 @@ class _Shelf:
         self._keys: dict[str, _Key] = {}
         self._views: dict[CatalogueFilter, list[_Key]] = {_ALL: []}
         self._searches: dict[CatalogueFilter, list[_Key]] = {}  # least recently asked first
+        #: The entries change notices dropped, until their documents are read again.
+        self.before_change: dict[str, CatalogueEntry] = {}
         self.put_many(entries)
 
     def put_many(self, values: Mapping[str, Any]) -> None:
@@ -64,6 +66,7 @@ class _Shelf:
             return
         for uri, value in values.items():
             self._keys.pop(uri, None)
+            self.before_change.pop(uri, None)
             if isinstance(value, CatalogueEntry) and uri in self._position:
                 self._keys[uri] = (*value.recency, self._position[uri], value)
         everything = sorted(self._keys.values())
@@ -78,6 +81,7 @@ class _Shelf:
     def put(self, uri: str, value: Any) -> None:
         """`uri` now has `value` (not an entry: it has none)."""
         self.drop(uri)
+        self.before_change.pop(uri, None)
         if not isinstance(value, CatalogueEntry) or uri not in self._position:
             return
         key = self._keys[uri] = (*value.recency, self._position[uri], value)
@@ -86,10 +90,13 @@ class _Shelf:
             if wanted.keeps(value):
                 bisect.insort(view, key)
 
-    def drop(self, uri: str) -> None:
+    def drop(self, uri: str, changed: bool = False) -> None:
+        """`uri` has no value now; `changed`: because a change notice came for it."""
         key = self._keys.pop(uri, None)
         if key is None:
             return
+        if changed:
+            self.before_change[uri] = key[-1]
         for wanted, view in self._filtered():
             if wanted.keeps(key[-1]):
                 del view[bisect.bisect_left(view, key)]
@@ -154,9 +161,10 @@ class FinderIndex(CacheWatcher):
                 return
             if uris is None:
                 self._shelves[server] = _Shelf(shelf.uris, {})
+                self._shelves[server].before_change.update({**shelf.before_change, **shelf.entries()})
                 return
             for uri in uris:
-                shelf.drop(uri)
+                shelf.drop(uri, changed=True)
 
     def forgot(self, server: str) -> None:
         with self._lock:
@@ -173,9 +181,12 @@ class FinderIndex(CacheWatcher):
         offset: int = 0,
         limit: int = DEFAULT_FINDER_LIMIT,
         read_now: Mapping[str, Mapping[str, Any]] | None = None,
+        late: Mapping[str, Iterable[str]] | None = None,
     ) -> tuple[list[DPEDocumentSummary], int]:
         """`organize_catalogue` over the entries of `servers` (and those `read_now` for a
-        query: ``{server: {uri: value}}``, cached ones winning), from the index."""
+        query: ``{server: {uri: value}}``, cached ones winning), from the index. The
+        documents `late` names (``{server: uris}``: changed while the query waited) are
+        answered as they were before the change, until they are read again."""
         check_page(offset, limit)
         wanted = catalogue_filter(keywords, file_type)
         views: dict[str, list[_Key]] = {}
@@ -184,7 +195,10 @@ class FinderIndex(CacheWatcher):
                 shelf = self._shelves.get(server)
                 if shelf is None:
                     continue
-                extra = read_now.get(server) if read_now else None
+                extra = {**(read_now or {}).get(server, {})}
+                for uri in (late or {}).get(server, ()):
+                    if uri in shelf.before_change:
+                        extra.setdefault(uri, shelf.before_change[uri])
                 if extra:
                     shelf = _Shelf(shelf.uris, {**extra, **shelf.entries()})
                 view = shelf.view(wanted)

@@ -330,32 +330,38 @@ class UriCache:
             self._owed = False
         return due
 
-    def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float) -> bool:
-        """Wait up to `timeout` seconds until the warm-up has read what it had left to read
-        of `servers` (of `uri` alone, if given) when the wait began; True if nothing is
-        left then. False means the caller answers without some values, and an
-        announcement is owed for when they are read. The wait ends early when the
-        warm-up's pace shows it cannot finish in time; and what is queued during it (a
-        change notice) is not waited for: a stream of changes would hold up every reader."""
+    def wait_warm(
+        self, servers: Sequence[str], uri: str | None, timeout: float, late: dict[str, set[str]] | None = None
+    ) -> bool:
+        """Wait up to `timeout` seconds until the warm-up has nothing left to read of
+        `servers` (of `uri` alone, if given); True if so. False means the caller answers
+        without those values, and an announcement is owed for when they are read. The
+        wait ends early when the warm-up's pace shows it cannot finish in time.
+
+        With `late` (a dict to fill), what is queued during the wait (a change notice) is
+        not waited for — a stream of changes would hold up every reader — but put in
+        `late` by server, for the caller to answer as of before the change."""
         deadline = time.monotonic() + timeout
         with self._lock:
             awaited = {server: self._warming_of(server, uri) for server in servers}
             while any(awaited.values()):
                 now = time.monotonic()
                 remaining = deadline - now
-                left = sum(map(len, awaited.values()))
-                needed = self._pace.seconds_for(left, now)
+                needed = self._pace.seconds_for(sum(map(len, awaited.values())), now)
                 if remaining <= 0 or (needed is not None and needed > remaining):
                     break
                 self._changed.wait(remaining)
                 for server, uris in awaited.items():
-                    listing = self._listings.get(server)
-                    awaited[server] = {u for u in uris if listing.warms(u)} if listing is not None else set()
-            for server in servers:
-                listing = self._listings.get(server)
-                if listing is not None and (listing.pending if uri is None else listing.warms(uri)):
-                    self._owed = True
-                    return False
+                    still = self._warming_of(server, uri)
+                    awaited[server] = still if late is None else uris & still
+            if late is not None:
+                for server, uris in awaited.items():
+                    queued = self._warming_of(server, uri) - uris
+                    if queued:
+                        late[server] = queued
+            if any(awaited.values()):
+                self._owed = True
+                return False
             return True
 
     def _warming_of(self, server: str, uri: str | None) -> set[str]:

@@ -223,3 +223,17 @@ def test_paging_is_checked_like_the_organisers():
         FinderIndex().page(SERVERS, offset=-1)
     with pytest.raises(BadRequestError):
         FinderIndex().page(SERVERS, limit=101)
+
+
+def test_a_document_changed_while_a_query_waited_is_answered_as_before_the_change():
+    catalogue = full_catalogue()
+    changed = uri("alpha", "d0")
+    catalogue.cache.invalidate("alpha", changed)  # dropped until read again
+    assert changed not in catalogue.actual(SERVERS, limit=100)[0]
+    page, total = catalogue.index.page(SERVERS, limit=100, late={"alpha": {changed}})
+    assert total == 18 and changed in [d.uri for d in page]  # the summary from before the change
+    catalogue.store("alpha", "d0", entry("alpha", "d0", "Renamed", "md", "2027-01-01T00:00:00Z"))
+    page, total = catalogue.index.page(SERVERS, keywords=["renamed"], late={"alpha": {changed}})
+    assert (total, [d.title for d in page]) == (1, ["Renamed"])  # read again: the new one, not both
+    catalogue.cache.invalidate("alpha", "dpe://alpha.docs")  # every document of the server
+    assert catalogue.index.page(SERVERS, late={"alpha": {changed}})[1] == 13
