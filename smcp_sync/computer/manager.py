@@ -26,7 +26,6 @@ import threading
 from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
 import anyio
-import attrs
 
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import (
@@ -49,6 +48,7 @@ from ..protocol.models import (
     Resource,
     ResourceContents,
 )
+from ..protocol.models._fields import evolve
 from .bridge import EventLoopThread
 from .config_fields import refuse_unsupported, unknown_fields
 from .config_file import server_bundle_id
@@ -137,7 +137,8 @@ class ServerManager:
         raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
         bundle_id = server_bundle_id(raw)
         refuse_unsupported(raw, bundle_id)
-        model = attrs.evolve(from_wire(MCPServerConfig, self.inputs.render(raw)), bundle_id=bundle_id)
+        parsed: MCPServerConfig = from_wire(MCPServerConfig, self.inputs.render(raw))
+        model = evolve(parsed, bundle_id=bundle_id)
         script = compile_script(model.vrl, bundle_id)
         check_env_file(model)
         for unknown in unknown_fields(raw):
@@ -222,7 +223,7 @@ class ServerManager:
                     f"configuration of MCP server {bundle_id!r} is not shown: it cannot be shown without secrets"
                 )
             else:
-                shown[bundle_id] = attrs.evolve(config, bundle_id=bundle_id)
+                shown[bundle_id] = evolve(config, bundle_id=bundle_id)
             notes += [
                 f"MCP server {bundle_id!r}: field {field!r} is not known to smcp_sync and is ignored"
                 for field in unknown_fields(raw)
@@ -319,7 +320,7 @@ class ServerManager:
         except TimeoutError as exc:
             outcomes = [exc] * len(requests)
         return [
-            _request_error(server, outcome, what, timeout) if isinstance(outcome, _REQUEST_FAILURES) else outcome
+            _request_error(server, outcome, what, timeout) if isinstance(outcome, BaseException) else outcome
             for outcome, (_, what) in zip(outcomes, operations)
         ]
 

@@ -67,7 +67,7 @@ class ResourceWatch:
         self._channels = tuple(channels)
         self._timeout = timeout
         max_delay = max(debounce, MAX_ANNOUNCE_DELAY)
-        self._debouncer = Debouncer(name, lambda channel: announce(channel.update_event), debounce, max_delay)
+        self._debouncer: Debouncer[ResourceChannel[Any]] = Debouncer(name, lambda channel: announce(channel.update_event), debounce, max_delay)
         self._warmer = Warmer(name, self._subscribe, self._debouncer.trigger)
         self._locks_guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
