@@ -9,12 +9,21 @@ from .inputs import InputError
 from .manager import MCPServerError, ServerManager
 from .redaction import REDACTED
 from .policy import ServerPolicy
-from .status import ServerCapabilities, ServerEvent, ServersNotStartedError, ServerState, ServerStatus, ServerTool
+from .status import (
+    ComputerNotRunningError,
+    ServerCapabilities,
+    ServerEvent,
+    ServersNotStartedError,
+    ServerState,
+    ServerStatus,
+    ServerTool,
+)
 from .tool_calls import PendingToolCall
 
 __all__ = [
     "Computer",
     "ComputerConfig",
+    "ComputerNotRunningError",
     "ConfigError",
     "FinderPage",
     "InputError",

@@ -19,6 +19,8 @@ from typing import Any, Callable, Coroutine, TypeVar
 import anyio
 import anyio.abc
 
+from ..protocol.errors import InternalError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -28,8 +30,10 @@ SHUTDOWN_GRACE = 10.0
 _START_TIMEOUT = 10.0
 
 
-class BridgeClosedError(RuntimeError):
-    """The bridge is not running: nothing can be submitted."""
+class BridgeClosedError(InternalError, RuntimeError):
+    """The bridge is not running: nothing can be submitted. Also an `SMCPError`: a peer's
+    request that races the Computer's close is answered with it (500, this message)
+    rather than logged as a handler's crash."""
 
 
 class EventLoopThread:

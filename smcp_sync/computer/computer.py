@@ -72,7 +72,7 @@ from .policy import ServerPolicy
 from .resource_reads import ResourceRequests
 from .resource_watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .socket_side import SocketSide
-from .status import ServerEvent, ServersNotStartedError, ServerState, ServerStatus
+from .status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .tool_calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
 
 log = logging.getLogger(__name__)
@@ -419,7 +419,7 @@ class Computer:
 
     def _require_started(self) -> None:
         if not self._started or self._closed:
-            raise RuntimeError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
+            raise ComputerNotRunningError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
 
     def _on_server_events(self, batch: Sequence[ServerEvent]) -> None:
         kinds = {event.kind for event in batch}

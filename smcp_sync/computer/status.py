@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 import attrs
 
+from ..protocol.errors import InternalError
+
 
 class ServerState(str, enum.Enum):
     STARTING = "starting"
@@ -86,6 +88,12 @@ class ServerEvent:
     uri: str | None = None
     #: The server's status when the event was produced.
     status: ServerStatus | None = None
+
+
+class ComputerNotRunningError(InternalError, RuntimeError):
+    """The Computer is not started, or is closed. Also an `SMCPError`: a peer's request
+    that races the Computer's close is answered with it (500, this message) rather than
+    logged as a handler's crash (a traceback on the demo's stderr at SIGTERM, seen in CI)."""
 
 
 class ServersNotStartedError(RuntimeError):
