@@ -29,20 +29,21 @@ if TYPE_CHECKING:
     Spawn = Callable[[JsonLineProcess], JsonLineProcess]
 
 LEAK_GRACE_SECONDS = 8.0
-#: `SMCP_INTEROP=skip` skips the official-SDK interop tests: tox runs them in one
-#: environment per run only (tox.ini), the SDK's side being the same in all four.
-INTEROP_SWITCH = "SMCP_INTEROP"
+#: Switches for what tox runs in one environment per run only (tox.ini): `SMCP_INTEROP=skip`
+#: skips the official-SDK interop tests (the SDK's side is the same in all four),
+#: `SMCP_ONCE=skip` the tests marked `once`, checks of the repository's tooling that do
+#: not depend on the interpreter (the benchmark scripts, the sdist and wheel).
+SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get(INTEROP_SWITCH) != "skip":
-        return
-    skip = pytest.mark.skip(
-        reason=f"{INTEROP_SWITCH}=skip: the official-SDK interop suite runs in one tox env per run (py311)"
-    )
-    for item in items:
-        if "interop" in item.keywords:
-            item.add_marker(skip)
+    for marker, switch in SKIP_SWITCHES.items():
+        if os.environ.get(switch) != "skip":
+            continue
+        skip = pytest.mark.skip(reason=f"{switch}=skip: tests marked {marker} run in one tox env per run (py311)")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 def _threads() -> set[threading.Thread]:

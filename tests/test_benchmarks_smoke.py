@@ -84,7 +84,8 @@ def run_watching_descendants(argv: list[str], logs: Path, timeout: float) -> tup
     )
 
 
-@pytest.mark.interop
+@pytest.mark.interop  # the official sections
+@pytest.mark.once
 @pytest.mark.timeout(RUN_TIMEOUT + 60)
 def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tmp_path, no_leaks):
     results_path = tmp_path / "results.json"

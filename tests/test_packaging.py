@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.once]
 
 REPO = Path(__file__).resolve().parents[1]
 FILES = ["setup.cfg", "setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "tox.ini"]

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.once
 def test_the_blob_benchmark_runs_and_reports_each_path(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     run = subprocess.run(

@@ -15,7 +15,7 @@ from .parts import redis_binary
 RUN_TIMEOUT = 120.0
 
 
-@pytest.mark.interop  # like tests/test_benchmarks_smoke.py: one tox env per run (tox.ini)
+@pytest.mark.once
 @pytest.mark.timeout(RUN_TIMEOUT + 30)
 @pytest.mark.skipif(redis_binary() is None, reason="redis-server is not installed (.ci/run installs it)")
 def test_quick_scale_out_section(tmp_path, no_leaks) -> None:
