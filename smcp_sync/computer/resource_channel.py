@@ -147,6 +147,7 @@ class ResourceChannel(Generic[V]):
         #: Seconds a reader waits for values the warm-up is still reading.
         self.wait = wait
         self._survey = survey if survey is not None else _survey_each(describe)
+        self._closing = False
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
 
@@ -267,6 +268,7 @@ class ResourceChannel(Generic[V]):
     ) -> dict[str, V | _Unreadable]:
         """The value of each of `uris`, read all at once; cached unless they changed since
         `ticket` (None: not at all). A timeout is not cached: it may answer next time."""
+        halted = self._halted_or(halted)
         fresh: dict[str, V | _Unreadable] = {}
         to_read = []
         for uri in uris:
@@ -277,19 +279,29 @@ class ResourceChannel(Generic[V]):
             else:
                 to_read.append(uri)
         answers = self._read_many(server, to_read) if to_read else ()
-        if halted():
-            return {}
+        failures: dict[str, SMCPError] = {}
         for uri, contents in zip(to_read, answers):
             try:
                 if isinstance(contents, SMCPError):
                     raise contents
                 fresh[uri] = self._value_of(server, contents)
             except SMCPError as exc:
-                fresh[uri] = self._unreadable(server, uri, exc)
+                failures[uri] = exc
+        if halted():  # the MCP servers and the staging folder are going: failures are expected
+            return {}
+        fresh.update((uri, self._unreadable(server, uri, exc)) for uri, exc in failures.items())
         lasting = {u: v for u, v in fresh.items() if not (isinstance(v, _Unreadable) and v.transient)}
         if ticket is not None and lasting:
             self.cache.store(server, lasting, ticket)
         return fresh
+
+    def halt(self) -> None:
+        """The Computer is closing: what any read gives from now on (the warm-up's or a
+        request's on demand) is dropped unlogged, its failures being the close's doing."""
+        self._closing = True
+
+    def _halted_or(self, halted: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: self._closing or halted()
 
     def _unreadable(self, server: str, uri: str, exc: SMCPError) -> _Unreadable:
         log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)

@@ -78,8 +78,11 @@ class ResourceWatch:
         self._warmer.start()
 
     def halt_warm_up(self) -> None:
-        """Read nothing more in the background; call before stopping the MCP servers."""
+        """Read nothing more in the background, and drop what reads under way give; call
+        before stopping the MCP servers."""
         self._warmer.halt()
+        for channel in self._channels:
+            channel.halt()
 
     def stop(self, timeout: float) -> None:
         self._warmer.stop(timeout)

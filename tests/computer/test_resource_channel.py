@@ -14,8 +14,11 @@ import pytest
 
 from smcp_sync.computer import Computer
 from smcp_sync.computer.debounce import Debouncer
+from smcp_sync.computer.resource_channel import ResourceChannel
 from smcp_sync.computer.uri_cache import UriCache
 from smcp_sync.protocol import events
+from smcp_sync.protocol.errors import BadRequestError
+from smcp_sync.protocol.models import Resource
 
 from .helpers import EventLog, wait_until, write_state
 from .resource_helpers import (
@@ -165,6 +168,26 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
     last = cache.take_warming("s", 10)
     assert last is not None and cache.finish("s", 1, last.uris) is True
     assert cache.finish("s", 1, []) is False  # settled once
+
+
+def test_once_halted_a_channel_drops_what_reads_give_unlogged(caplog: pytest.LogCaptureFixture) -> None:
+    """A read under way when the Computer closes fails because of the close (its MCP
+    servers stop, the skills' staging folder goes): no warning for it, nothing cached."""
+
+    def read(server: str, uris: Any) -> list[Any]:
+        return [BadRequestError(f"cannot stage it: {uri} is gone") for uri in uris]
+
+    channel: ResourceChannel[Any] = ResourceChannel(
+        "skills", "skill", events.UPDATE_SKILLS, read=read, check=lambda uri: None, value_of=lambda s, c: c
+    )
+    channel.listed("s", 1, [Resource(uri="skill://s/a", name="a")], subscribable=False)
+    with caplog.at_level(logging.WARNING, logger="smcp_sync"):
+        assert channel.entries(["s"]).entries == []
+        assert "cannot stage it" in caplog.text  # while open, a failure is worth a warning
+        caplog.clear()
+        channel.halt()
+        assert channel.entries(["s"]).entries == []
+    assert caplog.records == []
 
 
 def test_a_reader_does_not_wait_for_a_warm_up_too_slow_to_finish_in_time() -> None:
