@@ -32,7 +32,7 @@ from smcp_sync.protocol import (
     from_wire,
 )
 
-from .helpers import FAST
+from .helpers import FAST, wait_until
 from .resource_helpers import DOCUMENTS_SERVER, module_config, resource_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -82,8 +82,12 @@ def reader(tmp_path_factory: pytest.TempPathFactory, caplog_module: list[logging
 
 @pytest.fixture(scope="module")
 def sales(reader: Computer) -> str:
-    """The Level 1 URI of the sample CSV (one page holding one table)."""
-    return reader.finder(file_type="csv").documents[0].uri
+    """The Level 1 URI of the sample CSV (one page holding one table), once the catalogue
+    is read (a cold Finder may answer before, with what is read: on a loaded machine)."""
+    page = wait_until(
+        lambda: (found := reader.finder(file_type="csv")).complete and found, timeout=30, what="a complete catalogue"
+    )
+    return page.documents[0].uri
 
 
 def read_json(computer: Computer, uri: str, **kwargs: Any) -> Any:
