@@ -51,6 +51,11 @@ class _Pace:
     def finished(self, count: int, now: float) -> None:
         self._done.append((now, count))
 
+    def idle(self) -> None:
+        """Nothing is left to read: the next busy spell is measured afresh (else its pace
+        would count the idle time, and a reader would give up waiting at once)."""
+        self._done.clear()
+
     def seconds_for(self, left: int, now: float) -> float | None:
         """Seconds to finish `left` more URIs at the pace since the oldest batch remembered
         (slowing down while none finishes); None before two batches finished."""
@@ -320,6 +325,8 @@ class UriCache:
             if listing is not None and listing.generation == generation:
                 listing.reading.difference_update(uris)
             self._pace.finished(len(uris), time.monotonic())
+            if not any(listing.pending for listing in self._listings.values()):
+                self._pace.idle()
             self._changed.notify_all()
             return self._owed_now_due()
 

@@ -170,6 +170,30 @@ def test_a_reader_waits_for_the_warm_up_and_owes_an_announcement_when_it_could_n
     assert cache.finish("s", 1, []) is False  # settled once
 
 
+def test_after_an_idle_spell_a_reader_still_waits_for_a_new_document() -> None:
+    """The warm-up's pace is measured within a busy spell: time spent idle since the last
+    one must not make a reader think a one-document read cannot finish in time."""
+    cache = UriCache()
+    cache.replace("s", 1, ["a", "b"], subscribable=True)
+    subscribe_all(cache, "s")
+    for _ in range(2):
+        batch, ticket = cache.take_warming("s", 1), cache.ticket("s")
+        assert batch is not None and ticket is not None
+        cache.store("s", {uri: uri.upper() for uri in batch.uris}, ticket)
+        cache.finish("s", 1, batch.uris)
+    threading.Event().wait(1.0)  # idle, longer than the reader below will wait
+    cache.replace("s", 1, ["a", "b", "c"], subscribable=True)
+    subscribe_all(cache, "s")
+    new = cache.take_warming("s", 10)
+    assert new is not None and new.uris == ["c"]
+    finisher = threading.Timer(0.1, lambda: cache.finish("s", 1, new.uris))
+    finisher.start()
+    try:
+        assert cache.wait_warm(["s"], None, 0.8) is True  # waited for c
+    finally:
+        finisher.join()
+
+
 def test_once_halted_a_channel_drops_what_reads_give_unlogged(caplog: pytest.LogCaptureFixture) -> None:
     """A read under way when the Computer closes fails because of the close (its MCP
     servers stop, the skills' staging folder goes): no warning for it, nothing cached."""
