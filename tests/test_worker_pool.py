@@ -212,7 +212,10 @@ def test_server_event_handlers_run_on_reused_pool_threads(served, connected):
     answers = [connected.call("probe", {"n": n}, timeout=5) for n in range(30)]
     assert answers == [{"n": n} for n in range(30)]
     assert all(name.startswith("smcp-server-worker-") for name in names)
-    assert len(set(names)) <= 2  # sequential calls: the parked worker is handed the next event
+    # Sequential calls: a parked worker is handed the next event (a thread per event would
+    # be 30). Under load a worker may still be parking when the next event comes, so a
+    # few; exact reuse is test_sequential_submits_reuse_one_thread's (4 seen in CI, py312).
+    assert len(set(names)) <= 5
 
 
 def test_a_blocked_server_handler_does_not_delay_the_next_event(served, connected):
@@ -232,7 +235,7 @@ def test_connection_message_handlers_run_on_reused_pool_threads(served, connecte
     answers = [served.sio.call("ask", {"n": n}, to=connected.sid, namespace="/smcp", timeout=5) for n in range(30)]
     assert answers == [{"echo": n} for n in range(30)]
     assert all(name.startswith("smcp-agent-worker-") for name in names)
-    assert len(set(names)) <= 2
+    assert len(set(names)) <= 5  # as for the Server's handlers above
 
 
 def test_a_connection_can_reconnect_after_close_with_a_fresh_pool(served, connected):
