@@ -301,7 +301,7 @@ class _ChildServer:
         )
         self.url = self.next_line()
 
-    def next_line(self, timeout: float = 15) -> str:
+    def next_line(self, timeout: float = 30) -> str:  # a bound on a child start-up (15 s was exceeded under load)
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         if not ready:
             self.kill()
