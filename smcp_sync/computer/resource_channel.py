@@ -200,7 +200,7 @@ class ResourceChannel(Generic[V]):
         uris = self.cache.uris(server)
         return uris if uri is None else tuple(u for u in uris if u == uri)
 
-    def subscribe_ahead(self, server: str, subscribe: Subscribe, limit: int, halted: Callable[[], bool]) -> WarmStep:
+    def subscribe_ahead(self, server: str, subscribe: Subscribe, limit: int) -> WarmStep:
         """Subscribe to up to `limit` of the URIs `server` has waiting for the warm-up; the
         accepted ones are then queued to be read (`warm`). A URI whose subscription is
         refused is not read: it could not be cached, so readers read it on demand."""
@@ -209,23 +209,22 @@ class ResourceChannel(Generic[V]):
             return WarmStep(worked=False)
         accepted: set[str] = set()
         try:
-            if not halted():
+            if not self._closing:
                 accepted = subscribe(server, batch.uris)
         finally:
             announce = self.cache.subscribed(server, batch.generation, accepted, asked=batch.uris)
         return WarmStep(worked=True, announce=announce)
 
-    def warm(self, server: str, limit: int, halted: Callable[[], bool]) -> WarmStep:
+    def warm(self, server: str, limit: int) -> WarmStep:
         """Read (then cache) up to `limit` of the subscribed URIs `server` has waiting for
-        the warm-up. Once `halted()`, what the requests gave is dropped unlogged (the MCP
-        servers are stopping)."""
+        the warm-up (once `halt`ed, what the requests give is dropped)."""
         batch = self.cache.take_warming(server, limit)
         if batch is None:
             return WarmStep(worked=False)
         try:
             ticket = self.cache.ticket(server)  # they are subscribed to: a change from now on is heard
-            if ticket is not None and ticket.generation == batch.generation and not halted():
-                self._read(server, batch.uris, ticket, halted)
+            if ticket is not None and ticket.generation == batch.generation and not self._closing:
+                self._read(server, batch.uris, ticket)
         finally:
             announce = self.cache.finish(server, batch.generation, batch.uris)
         return WarmStep(worked=True, announce=announce)
@@ -263,12 +262,9 @@ class ResourceChannel(Generic[V]):
         missing, ticket = self.cache.unread(server, uris)
         return self._read(server, missing, ticket)
 
-    def _read(
-        self, server: str, uris: Sequence[str], ticket: Ticket | None, halted: Callable[[], bool] = lambda: False
-    ) -> dict[str, V | _Unreadable]:
+    def _read(self, server: str, uris: Sequence[str], ticket: Ticket | None) -> dict[str, V | _Unreadable]:
         """The value of each of `uris`, read all at once; cached unless they changed since
         `ticket` (None: not at all). A timeout is not cached: it may answer next time."""
-        halted = self._halted_or(halted)
         fresh: dict[str, V | _Unreadable] = {}
         to_read = []
         for uri in uris:
@@ -287,7 +283,7 @@ class ResourceChannel(Generic[V]):
                 fresh[uri] = self._value_of(server, contents)
             except SMCPError as exc:
                 failures[uri] = exc
-        if halted():  # the MCP servers and the staging folder are going: failures are expected
+        if self._closing:  # the MCP servers and the staging folder are going: failures are expected
             return {}
         fresh.update((uri, self._unreadable(server, uri, exc)) for uri, exc in failures.items())
         lasting = {u: v for u, v in fresh.items() if not (isinstance(v, _Unreadable) and v.transient)}
@@ -299,9 +295,6 @@ class ResourceChannel(Generic[V]):
         """The Computer is closing: what any read gives from now on (the warm-up's or a
         request's on demand) is dropped unlogged, its failures being the close's doing."""
         self._closing = True
-
-    def _halted_or(self, halted: Callable[[], bool]) -> Callable[[], bool]:
-        return lambda: self._closing or halted()
 
     def _unreadable(self, server: str, uri: str, exc: SMCPError) -> _Unreadable:
         log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)

@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 WARM_BATCH = 256
 
 Channel = ResourceChannel[Any]
-#: One step of a stage: ``step(channel, server, halted) -> WarmStep``.
-Step = Callable[[Channel, str, Callable[[], bool]], WarmStep]
+#: One step of a stage: ``step(channel, server) -> WarmStep``.
+Step = Callable[[Channel, str], WarmStep]
 
 
 class _Stage:
@@ -73,7 +73,7 @@ class _Stage:
                 del self._queue[key]
             channel, server = key
             try:
-                step = self._step(channel, server, lambda: self.stopped)
+                step = self._step(channel, server)
             except Exception:
                 if self.stopped:  # the bridge may be gone: nothing to report
                     return
@@ -93,13 +93,13 @@ class Warmer:
         self._subscribing = _Stage(
             f"smcp-computer-subscribe[{name}]",
             "subscribing to",
-            lambda channel, server, halted: channel.subscribe_ahead(server, subscribe, batch, halted),
+            lambda channel, server: channel.subscribe_ahead(server, subscribe, batch),
             announce,
         )
         self._reading = _Stage(
             f"smcp-computer-warm[{name}]",
             "warming",
-            lambda channel, server, halted: channel.warm(server, batch, halted),
+            lambda channel, server: channel.warm(server, batch),
             announce,
         )
         self._subscribing.worked = self._reading.wake  # what was subscribed to is to be read
@@ -118,8 +118,9 @@ class Warmer:
         return self._subscribing.stopped
 
     def halt(self) -> None:
-        """Warm nothing more, and drop what the batches under way read, unlogged: called
-        before the MCP servers stop, whose requests then fail (the Computer is closing)."""
+        """Start no more batches: called before the MCP servers stop, whose requests then
+        fail (the Computer is closing; the channels, halted too, drop what the batches
+        under way read)."""
         self._subscribing.halt()
         self._reading.halt()
 
