@@ -95,6 +95,6 @@ def get_finder(
     check_page(offset, limit)
     index = channel.watcher
     assert isinstance(index, FinderIndex), "a Finder channel is made by finder_channel"
-    settled = channel.settle(servers, late=True)
-    page, total_count = index.page(servers, history, keywords, file_type, offset, limit, settled.read_now, settled.late)
+    settled = channel.settle(servers, stale_ok=True)
+    page, total_count = index.page(servers, history, keywords, file_type, offset, limit, settled.read_now)
     return FinderPage(documents=page, total_count=total_count, complete=settled.complete)

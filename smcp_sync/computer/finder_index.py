@@ -15,8 +15,10 @@ filters are kept). A query then walks the servers in their tool-call order, skip
 whole views until its offset: work in the number of servers plus the page.
 
 Values the cache holds that are not entries (a document that could not be read) are not
-in the index; values read on demand for a query (a server without subscriptions) are
-merged into a throw-away copy of their server's shelf.
+in the index; an entry whose document changed stays, stale, until the document is read
+again (a query answers with what it was, not without it: `_Shelf`); values read on
+demand for a query (a server without subscriptions) are merged into a throw-away copy
+of their server's shelf.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import itertools
 import threading
 from typing import Any, Iterable, Mapping, Reversible, Sequence
 
-from ..context.finder import CatalogueEntry, CatalogueFilter, catalogue_filter, check_page
+from ..context.finder import TEXT_SEPARATOR, CatalogueEntry, CatalogueFilter, catalogue_filter, check_page
 from ..context.server_order import CallRecord, order_servers
 from ..protocol.models import DEFAULT_FINDER_LIMIT, DPEDocumentSummary
 from .uri_cache import CacheWatcher
@@ -46,17 +48,24 @@ _Key = tuple[Any, ...]
 
 class _Shelf:
     """One server's cached entries and its views (each a sorted list of `_Key`s): the
-    unfiltered one and one per file type, always; one per keyword filter asked lately."""
+    unfiltered one and one per file type, always; one per keyword filter asked lately.
 
-    def __init__(self, uris: Sequence[str], entries: Mapping[str, Any]) -> None:
+    An entry whose document changed stays in the views, `stale`, until the document is
+    read again (its new entry replaces it) or found unreadable or unlisted: a query
+    answers with what the document was rather than without it."""
+
+    def __init__(
+        self, uris: Sequence[str], entries: Mapping[str, Any], stale: Mapping[str, CatalogueEntry] | None = None
+    ) -> None:
         self.uris = tuple(uris)
         self._position = {uri: index for index, uri in enumerate(self.uris)}
         self._keys: dict[str, _Key] = {}
         self._views: dict[CatalogueFilter, list[_Key]] = {_ALL: []}
         self._searches: dict[CatalogueFilter, list[_Key]] = {}  # least recently asked first
-        #: The entries change notices dropped, until their documents are read again.
-        self.before_change: dict[str, CatalogueEntry] = {}
-        self.put_many(entries)
+        #: URIs whose entry is from before a change notice, until they are read again.
+        self.stale: set[str] = set()
+        self.put_many({**(stale or {}), **entries})
+        self.stale.update(uri for uri in stale or () if uri not in entries and uri in self._keys)
 
     def put_many(self, values: Mapping[str, Any]) -> None:
         """`put` each of `values` (by URI); many at once: one sort, keyword views dropped."""
@@ -66,7 +75,7 @@ class _Shelf:
             return
         for uri, value in values.items():
             self._keys.pop(uri, None)
-            self.before_change.pop(uri, None)
+            self.stale.discard(uri)
             if isinstance(value, CatalogueEntry) and uri in self._position:
                 self._keys[uri] = (*value.recency, self._position[uri], value)
         everything = sorted(self._keys.values())
@@ -76,12 +85,15 @@ class _Shelf:
         self._searches = {}
 
     def entries(self) -> dict[str, CatalogueEntry]:
-        return {uri: key[-1] for uri, key in self._keys.items()}
+        """The entries as the cache holds them (the stale ones are not)."""
+        return {uri: key[-1] for uri, key in self._keys.items() if uri not in self.stale}
+
+    def stale_entries(self) -> dict[str, CatalogueEntry]:
+        return {uri: self._keys[uri][-1] for uri in self.stale}
 
     def put(self, uri: str, value: Any) -> None:
         """`uri` now has `value` (not an entry: it has none)."""
         self.drop(uri)
-        self.before_change.pop(uri, None)
         if not isinstance(value, CatalogueEntry) or uri not in self._position:
             return
         key = self._keys[uri] = (*value.recency, self._position[uri], value)
@@ -90,16 +102,20 @@ class _Shelf:
             if wanted.keeps(value):
                 bisect.insort(view, key)
 
-    def drop(self, uri: str, changed: bool = False) -> None:
-        """`uri` has no value now; `changed`: because a change notice came for it."""
+    def drop(self, uri: str) -> None:
+        """`uri` has no entry now."""
+        self.stale.discard(uri)
         key = self._keys.pop(uri, None)
         if key is None:
             return
-        if changed:
-            self.before_change[uri] = key[-1]
         for wanted, view in self._filtered():
             if wanted.keeps(key[-1]):
                 del view[bisect.bisect_left(view, key)]
+
+    def changed(self, uri: str) -> None:
+        """A change notice came for `uri`: its entry is stale until read again."""
+        if uri in self._keys:
+            self.stale.add(uri)
 
     def view(self, wanted: CatalogueFilter) -> list[_Key]:
         """The keys `wanted` keeps, in order; a keyword view is made (from the view of its
@@ -108,8 +124,7 @@ class _Shelf:
             return self._views.get(wanted, [])  # no view of a file type: none of it here
         view = self._searches.pop(wanted, None)
         if view is None:
-            keeps = wanted.keeps
-            view = [key for key in self.view(_of_type(wanted)) if keeps(key[-1])]
+            view = _search(self.view(_of_type(wanted)), wanted)
             if len(self._searches) >= MAX_VIEWS:
                 del self._searches[next(iter(self._searches))]
         self._searches[wanted] = view  # last: most recently asked
@@ -117,6 +132,21 @@ class _Shelf:
 
     def _filtered(self) -> Iterable[tuple[CatalogueFilter, list[_Key]]]:
         return itertools.chain(self._views.items(), self._searches.items())
+
+
+def _search(view: list[_Key], wanted: CatalogueFilter) -> list[_Key]:
+    """The keys of `view` whose entries `wanted`'s keywords keep (the file type is the
+    view's already). Keywords without the text separator (all but odd ones) are found in
+    one comprehension: a call of `keeps` per entry costs seven times as much (10,000
+    entries: 11 ms against 1.5 ms on this machine)."""
+    needles = wanted.needles
+    if any(TEXT_SEPARATOR in needle for needle in needles):
+        keeps = wanted.keeps
+        return [key for key in view if keeps(key[-1])]
+    if len(needles) == 1:
+        (needle,) = needles
+        return [key for key in view if needle in key[-1].folded_text]
+    return [key for key in view if any(needle in key[-1].folded_text for needle in needles)]
 
 
 def _of_type(item: CatalogueEntry | CatalogueFilter) -> CatalogueFilter:
@@ -138,7 +168,8 @@ class FinderIndex(CacheWatcher):
         with self._lock:
             shelf = self._shelves.get(server)
             if shelf is None or shelf.uris != tuple(uris):  # listing order is the tie-break
-                self._shelves[server] = _Shelf(uris, values)
+                stale = {} if shelf is None else shelf.stale_entries()
+                self._shelves[server] = _Shelf(uris, values, stale)
                 return
             for uri, entry in shelf.entries().items():
                 if values.get(uri) is not entry:
@@ -159,12 +190,8 @@ class FinderIndex(CacheWatcher):
             shelf = self._shelves.get(server)
             if shelf is None:
                 return
-            if uris is None:
-                self._shelves[server] = _Shelf(shelf.uris, {})
-                self._shelves[server].before_change.update({**shelf.before_change, **shelf.entries()})
-                return
-            for uri in uris:
-                shelf.drop(uri, changed=True)
+            for uri in shelf.uris if uris is None else uris:
+                shelf.changed(uri)
 
     def forgot(self, server: str) -> None:
         with self._lock:
@@ -181,12 +208,9 @@ class FinderIndex(CacheWatcher):
         offset: int = 0,
         limit: int = DEFAULT_FINDER_LIMIT,
         read_now: Mapping[str, Mapping[str, Any]] | None = None,
-        late: Mapping[str, Iterable[str]] | None = None,
     ) -> tuple[list[DPEDocumentSummary], int]:
         """`organize_catalogue` over the entries of `servers` (and those `read_now` for a
-        query: ``{server: {uri: value}}``, cached ones winning), from the index. The
-        documents `late` names (``{server: uris}``: changed while the query waited) are
-        answered as they were before the change, until they are read again."""
+        query: ``{server: {uri: value}}``, cached ones winning; stale ones losing)."""
         check_page(offset, limit)
         wanted = catalogue_filter(keywords, file_type)
         views: dict[str, list[_Key]] = {}
@@ -195,12 +219,9 @@ class FinderIndex(CacheWatcher):
                 shelf = self._shelves.get(server)
                 if shelf is None:
                     continue
-                extra = {**(read_now or {}).get(server, {})}
-                for uri in (late or {}).get(server, ()):
-                    if uri in shelf.before_change:
-                        extra.setdefault(uri, shelf.before_change[uri])
+                extra = (read_now or {}).get(server)
                 if extra:
-                    shelf = _Shelf(shelf.uris, {**extra, **shelf.entries()})
+                    shelf = _Shelf(shelf.uris, {**extra, **shelf.entries()}, shelf.stale_entries())
                 view = shelf.view(wanted)
                 if view:
                     views[server] = view

@@ -90,8 +90,6 @@ class Settled:
     listed: dict[str, tuple[str, ...]]
     read_now: dict[str, dict[str, Any]]
     complete: bool
-    #: URIs queued to be read again while the reader waited (by server; `settle`'s `late`).
-    late: dict[str, set[str]] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -181,20 +179,19 @@ class ResourceChannel(Generic[V]):
             )
         return Gathered(found, settled.complete)
 
-    def settle(self, servers: Sequence[str], uri: str | None = None, late: bool = False) -> Settled:
+    def settle(self, servers: Sequence[str], uri: str | None = None, stale_ok: bool = False) -> Settled:
         """Read what the warm-up will not (see `entries`), and wait for the rest up to
         `wait` seconds; the values themselves are then the cache's (or the watcher's).
-        `late`: do not wait for what change notices queue meanwhile, but name it (for a
-        watcher that can answer as of before those changes; `UriCache.wait_warm`)."""
+        `stale_ok`: do not wait for what change notices queue meanwhile (for a watcher
+        that answers with a changed value as it was until it is read again; `wait_warm`)."""
         started = time.monotonic()
         listed = {server: self._listed(server, uri) for server in servers}
         read_now = {
             server: {u: v for u, v in self._read_unwarmed(server, uris).items() if not isinstance(v, _Unreadable)}
             for server, uris in listed.items()
         }
-        queued: dict[str, set[str]] = {}
-        complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started), queued if late else None)
-        return Settled(listed, read_now, complete, queued)
+        complete = self.cache.wait_warm(servers, uri, self.wait - (time.monotonic() - started), stale_ok)
+        return Settled(listed, read_now, complete)
 
     def _listed(self, server: str, uri: str | None) -> tuple[str, ...]:
         uris = self.cache.uris(server)

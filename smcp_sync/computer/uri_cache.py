@@ -337,17 +337,15 @@ class UriCache:
             self._owed = False
         return due
 
-    def wait_warm(
-        self, servers: Sequence[str], uri: str | None, timeout: float, late: dict[str, set[str]] | None = None
-    ) -> bool:
+    def wait_warm(self, servers: Sequence[str], uri: str | None, timeout: float, stale_ok: bool = False) -> bool:
         """Wait up to `timeout` seconds until the warm-up has nothing left to read of
         `servers` (of `uri` alone, if given); True if so. False means the caller answers
         without those values, and an announcement is owed for when they are read. The
         wait ends early when the warm-up's pace shows it cannot finish in time.
 
-        With `late` (a dict to fill), what is queued during the wait (a change notice) is
-        not waited for — a stream of changes would hold up every reader — but put in
-        `late` by server, for the caller to answer as of before the change."""
+        With `stale_ok`, what is queued during the wait (a change notice) is not waited
+        for — a stream of changes would hold up every reader: the caller answers with
+        those values as they were before the change."""
         deadline = time.monotonic() + timeout
         with self._lock:
             awaited = {server: self._warming_of(server, uri) for server in servers}
@@ -360,12 +358,7 @@ class UriCache:
                 self._changed.wait(remaining)
                 for server, uris in awaited.items():
                     still = self._warming_of(server, uri)
-                    awaited[server] = still if late is None else uris & still
-            if late is not None:
-                for server, uris in awaited.items():
-                    queued = self._warming_of(server, uri) - uris
-                    if queued:
-                        late[server] = queued
+                    awaited[server] = uris & still if stale_ok else still
             if any(awaited.values()):
                 self._owed = True
                 return False

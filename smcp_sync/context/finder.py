@@ -38,7 +38,8 @@ from .server_order import CallRecord, order_servers
 logger = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-_NUL = "\0"
+#: What joins an entry's folded texts in `CatalogueEntry.folded_text` (no text holds it).
+TEXT_SEPARATOR = "\0"
 
 
 @attrs.frozen
@@ -49,7 +50,7 @@ class CatalogueEntry:
     recency: tuple[int, datetime.timedelta]
     folded_texts: tuple[str, ...]
     #: The folded texts joined by NUL: one substring search per keyword, not one per text.
-    folded_text: str = attrs.field(default=attrs.Factory(lambda self: _NUL.join(self.folded_texts), takes_self=True))
+    folded_text: str = attrs.field(default=attrs.Factory(lambda self: TEXT_SEPARATOR.join(self.folded_texts), takes_self=True))
 
 
 def catalogue_entry(doc: DPEDocumentSummary) -> CatalogueEntry:
@@ -116,7 +117,7 @@ class CatalogueFilter:
             return True
         text = entry.folded_text
         for needle in self.needles:
-            if needle in text if _NUL not in needle else any(needle in part for part in entry.folded_texts):
+            if needle in text if TEXT_SEPARATOR not in needle else any(needle in part for part in entry.folded_texts):
                 return True
         return False
 
