@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 LEAK_GRACE_SECONDS = 8.0
 #: Switches for what tox runs in one environment per run only (tox.ini): `SMCP_INTEROP=skip`
 #: skips the official-SDK interop tests (the SDK's side is the same in all four),
-#: `SMCP_ONCE=skip` the tests marked `once`, checks of the repository's tooling that do
-#: not depend on the interpreter (the benchmark scripts, the sdist and wheel).
+#: `SMCP_ONCE=skip` the tests marked `once`: checks of the repository's tooling that do
+#: not depend on the interpreter (the benchmark scripts, the sdist and wheel, mypy with
+#: setup.cfg's fixed `python_version`) and the full counts of stress tests whose smaller
+#: counts run everywhere.
 SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE"}
 
 

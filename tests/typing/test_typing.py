@@ -1,7 +1,8 @@
 """Type information reaches users: `mypy --strict` on a script that imports from
 `smcp_sync` reports exactly its deliberate mistakes, and the whole package checks clean
 under the repository's mypy configuration (setup.cfg's `[mypy]`: strict). Both need the
-`test` extra's mypy."""
+`test` extra's mypy. They run in one tox environment (`once`): mypy checks for setup.cfg's
+`python_version` (the oldest supported), whichever interpreter runs it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import pytest
 import smcp_sync
 
 pytest.importorskip("mypy")
+
+pytestmark = pytest.mark.once
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = Path(smcp_sync.__file__).resolve().parent.parent
@@ -43,7 +46,9 @@ def expected_errors(script: Path) -> set[tuple[int, str]]:
 @pytest.mark.timeout(300)
 def test_strict_mypy_reports_exactly_the_users_mistakes(tmp_path: Path) -> None:
     script = HERE / "user_script.py"
-    done = run_mypy("--strict", "--follow-imports=silent", str(script), cwd=tmp_path, tmp_path=tmp_path)
+    done = run_mypy(
+        "--strict", "--follow-imports=silent", "--python-version", "3.10", str(script), cwd=tmp_path, tmp_path=tmp_path
+    )
     reported = {
         (int(m.group(1)), m.group(2))
         for m in re.finditer(r"user_script\.py:(\d+): error: .*\[([a-z-]+)\]$", done.stdout, re.MULTILINE)
