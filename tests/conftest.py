@@ -29,20 +29,34 @@ if TYPE_CHECKING:
     Spawn = Callable[[JsonLineProcess], JsonLineProcess]
 
 LEAK_GRACE_SECONDS = 8.0
-#: Switches for what tox runs in one environment per run only (tox.ini): `SMCP_INTEROP=skip`
-#: skips the official-SDK interop tests (the SDK's side is the same in all four),
-#: `SMCP_ONCE=skip` the tests marked `once`: checks of the repository's tooling that do
-#: not depend on the interpreter (the benchmark scripts, the sdist and wheel, mypy with
-#: setup.cfg's fixed `python_version`) and the full counts of stress tests whose smaller
-#: counts run everywhere.
-SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE"}
+#: Switches for what tox runs in some environments only (tox.ini says which):
+#: `SMCP_INTEROP=skip` skips the official-SDK interop tests (the SDK's side is the same in
+#: all four); `SMCP_ONCE=skip` the tests marked `once`: checks of the repository's tooling
+#: that do not depend on the interpreter (the benchmark scripts, the sdist and wheel, mypy
+#: with setup.cfg's fixed `python_version`) and the full counts of stress tests whose
+#: smaller counts run everywhere; `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`).
+SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES"}
+#: Marked `edges` (paths under tests/): the suites that drive whole processes — our CLI,
+#: the examples, offices under faults and load, the context channels end to end, MCP
+#: server supervision. tox runs them on the oldest and newest interpreters (and `lowest`
+#: its share): they cost two thirds of an environment's time in child processes, and the
+#: library code they reach runs on every interpreter in the other suites.
+EDGE_SUITES = (
+    "cli/", "examples/", "reliability/", "context_end_to_end/", "test_mcp_servers.py",
+    "computer/test_supervision.py", "computer/test_cli.py", "computer/test_vrl.py",
+)  # fmt: skip
+TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix().startswith(EDGE_SUITES):
+            item.add_marker(pytest.mark.edges)
     for marker, switch in SKIP_SWITCHES.items():
         if os.environ.get(switch) != "skip":
             continue
-        skip = pytest.mark.skip(reason=f"{switch}=skip: tests marked {marker} run in one tox env per run (py311)")
+        skip = pytest.mark.skip(reason=f"{switch}=skip: tests marked {marker} run in some tox envs only (tox.ini)")
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
