@@ -59,7 +59,7 @@ REQUEST_TIMEOUT = 60.0
 class FinderPlan:
     servers: int = 10
     documents: int = 1000
-    warm_calls: int = 50
+    warm_calls: int = 300
     storm_count: int = 1000
     storm_seconds: float = 1.0
     update_rate: float = 100.0
