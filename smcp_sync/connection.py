@@ -59,6 +59,7 @@ import engineio.exceptions
 import engineio.packet
 import socketio
 import socketio.exceptions
+import socketio.packet
 import websocket
 
 from .client_auth import checked_headers
@@ -231,6 +232,24 @@ class _PooledClient(socketio.Client):
 
     def _engineio_client_class(self) -> Callable[..., engineio.Client]:
         return functools.partial(_PooledEngineIOClient, pool=self._message_pool)
+
+    def _handle_event(self, namespace: str | None, id: int | None, data: Any) -> None:
+        """python-socketio's, for well-formed events whose name is not reserved. It would
+        run the connection's own `disconnect` (or `connect`) handler for an *event* of
+        that name from the Server: the Agent or Computer would take itself for
+        disconnected, failing its pending requests, while still connected."""
+        if not (isinstance(data, list) and data and isinstance(data[0], str)):
+            self._refuse_event(namespace, id, "an event must be a JSON array whose first item is the event name")
+        elif data[0] in events.RESERVED_EVENT_NAMES:
+            self._refuse_event(namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", {"event": data[0]})
+        else:
+            super()._handle_event(namespace, id, data)
+
+    def _refuse_event(self, namespace: str | None, id: int | None, message: str, details: Any = None) -> None:
+        logger.warning("refused an event from the Server: %s", message)
+        if id is not None:  # the Server waits for an answer: a coded error
+            refusal = BadRequestError(message, details=details).to_wire()
+            self._send_packet(self.packet_class(socketio.packet.ACK, namespace=namespace or "/", id=id, data=[refusal]))
 
 
 class _PendingRequest:

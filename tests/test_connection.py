@@ -4,6 +4,7 @@ crashes) where the test needs answers a correct Server never gives."""
 
 from __future__ import annotations
 
+import logging
 import select
 import signal
 import subprocess
@@ -168,6 +169,19 @@ def test_reserved_events_cannot_be_taken_over():
     for event in ("connect", "disconnect", "connect_error"):
         with pytest.raises(ValueError, match="handled by the connection itself"):
             connection.on(event, lambda payload: None)
+
+
+@pytest.mark.timeout(20)
+def test_an_event_from_the_server_named_like_a_lifecycle_event_is_refused_not_run(server, conn, caplog):
+    conn.join_office("office-1", timeout=5)
+    for event in ("disconnect", "connect"):
+        answer = conn.call("test:ask", {"event": event, "payload": "io server disconnect"}, timeout=5)["answer"]
+        assert answer == {
+            "code": 400, "message": f"event name {event!r} is reserved by Socket.IO", "details": {"event": event}
+        }  # fmt: skip
+    assert conn.connected and conn.office_id == "office-1"  # not taken for a disconnect
+    assert conn.call("test:whoami", {}, timeout=5) == {"sid": conn.sid, "office_id": "office-1"}
+    assert any("reserved by Socket.IO" in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
 @pytest.mark.timeout(20)
