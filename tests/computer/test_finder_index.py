@@ -137,14 +137,15 @@ operations = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(operations, max_size=40), queries, st.sampled_from([finder_index.RESORT_FROM, 2]))
-def test_the_index_pages_as_the_organiser_does_after_any_changes(steps, last_query, resort_from):
+@given(st.lists(operations, max_size=40), queries, st.sampled_from([finder_index.RESORT_FROM, 2]), st.booleans())
+def test_the_index_pages_as_the_organiser_does_after_any_changes(steps, last_query, resort_from, from_full):
     with mock.patch.object(finder_index, "RESORT_FROM", resort_from):  # 2: a store of 3 sorts again
-        run_and_check(steps, last_query)
+        run_and_check(steps, last_query, full_catalogue() if from_full else Catalogue())
 
 
-def run_and_check(steps: list[tuple[Any, ...]], last_query: dict[str, Any]) -> None:
-    catalogue = Catalogue()
+def run_and_check(steps: list[tuple[Any, ...]], last_query: dict[str, Any], catalogue: Catalogue) -> None:
+    """`steps` from `catalogue` (from empty, most steps find nothing to change: a store
+    needs its server's listing first; from a full one, every step has entries to work on)."""
     for step in steps:
         kind, *args = step
         if kind == "list":
@@ -270,3 +271,11 @@ def test_a_keyword_holding_the_text_separator_matches_within_one_text_only():
     catalogue = full_catalogue()  # "Budget plan" documents have the keyword "plan"
     assert catalogue.check(keywords=["plan\0plan"]) == ([], 0)  # not across title and keyword
     assert catalogue.check(keywords=["plan\0plan", "budget plan"])[1] == 6
+
+
+def test_a_stale_entry_outlives_a_relisting_in_another_order_while_still_listed():
+    catalogue = full_catalogue()
+    catalogue.invalidate("alpha", uri("alpha", "d0"))
+    catalogue.list("alpha", ["d1", "d0", "d2"])  # a new order: the shelf is made again
+    page, total = catalogue.check(limit=100)
+    assert total == 15 and uri("alpha", "d0") in page
