@@ -8,7 +8,9 @@ adds. The MCP servers are the same `doc_server.py` processes (started afresh her
 session each); every server is listed, then every document read, `BATCH_CONCURRENCY`
 requests in flight in all (the warm-up works one batch of one server at a time, each batch
 `BATCH_CONCURRENCY` wide: the same number in flight). The Computer also subscribes to each
-document before reading it; the floor does not (the reads are what the issue compares).
+document before reading it; the floor does not (the reads are what the issue compares),
+and a second pass over the same sessions does (`subscribed_*`: subscribe, then read, per
+document), to tell what the subscriptions cost from what the Computer adds.
 
 Timed from the first listing to the last read; each read is checked (its JSON names the
 document). CPU seconds are kept apart: the MCP servers' (psutil, the `doc_server.py`
@@ -68,27 +70,37 @@ async def _floor(server_args: list[list[str]], python: str) -> dict[str, Any]:
             sessions.append(session)
         marker = server_args[0][0]  # the doc_server.py path
 
-        async def reader(todo: Iterator[tuple[Any, str]]) -> None:
+        async def reader(todo: Iterator[tuple[Any, str]], subscribe: bool) -> None:
             for session, uri in todo:  # the readers share one iterator: each URI is read once
+                if subscribe:
+                    await asyncio.wait_for(session.subscribe_resource(uri), REQUEST_TIMEOUT)
                 result = await asyncio.wait_for(session.read_resource(uri), REQUEST_TIMEOUT)
                 if json.loads(result.contents[0].text)["uri"] != uri:
                     raise RuntimeError(f"read {uri} answered another document")
 
-        servers_before, own_before = _server_cpu(marker), time.process_time()
-        started = time.perf_counter()
-        listings = [await asyncio.wait_for(session.list_resources(), REQUEST_TIMEOUT) for session in sessions]
-        listed_s = time.perf_counter() - started
-        uris = [(session, str(resource.uri)) for session, listing in zip(sessions, listings) for resource in listing.resources]
-        todo = iter(uris)
-        await asyncio.gather(*(reader(todo) for _ in range(BATCH_CONCURRENCY)))
-        floor_s = time.perf_counter() - started
-        own_cpu = time.process_time() - own_before
-        servers_after = _server_cpu(marker)
+        async def one_pass(subscribe: bool) -> dict[str, Any]:
+            servers_before, own_before = _server_cpu(marker), time.process_time()
+            started = time.perf_counter()
+            listings = [await asyncio.wait_for(session.list_resources(), REQUEST_TIMEOUT) for session in sessions]
+            listed_s = time.perf_counter() - started
+            uris = [(s, str(resource.uri)) for s, listing in zip(sessions, listings) for resource in listing.resources]
+            todo = iter(uris)
+            await asyncio.gather(*(reader(todo, subscribe) for _ in range(BATCH_CONCURRENCY)))
+            floor_s = time.perf_counter() - started
+            own_cpu = time.process_time() - own_before
+            servers_after = _server_cpu(marker)
+            return {
+                "reads": len(uris),
+                "list_s": listed_s,
+                "floor_s": floor_s,
+                "servers_cpu_s": sum(spent - servers_before.get(pid, 0.0) for pid, spent in servers_after.items()),
+                "client_cpu_s": own_cpu,
+            }
+
+        reads = await one_pass(subscribe=False)
+        subscribed = await one_pass(subscribe=True)
     return {
-        "reads": len(uris),
+        **reads,
         "concurrency": BATCH_CONCURRENCY,
-        "list_s": listed_s,
-        "floor_s": floor_s,
-        "servers_cpu_s": sum(spent - servers_before.get(pid, 0.0) for pid, spent in servers_after.items()),
-        "client_cpu_s": own_cpu,
+        **{f"subscribed_{key}": value for key, value in subscribed.items() if key != "reads"},
     }

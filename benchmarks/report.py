@@ -137,6 +137,12 @@ def finder_tables(result: dict[str, Any]) -> list[Table]:
         table.add("floor: the MCP servers' CPU", floor["servers_cpu_s"], "s")
         table.add("floor: the client's CPU", floor["client_cpu_s"], "s")
         table.add("catalogue complete / floor", catalogue["complete_s"] / floor["floor_s"], "ratio")
+        table.add("floor with subscriptions (subscribe, then read, each document)", floor["subscribed_floor_s"], "s")
+        table.add("floor with subscriptions: the MCP servers' CPU", floor["subscribed_servers_cpu_s"], "s")
+        table.add("floor with subscriptions: the client's CPU", floor["subscribed_client_cpu_s"], "s")
+        table.add(
+            "catalogue complete / floor with subscriptions", catalogue["complete_s"] / floor["subscribed_floor_s"], "ratio"
+        )
         table.add("Computer RSS, joined, every MCP server empty", result["empty_rss_mb"], "MB")
         table.add("Computer RSS, catalogue complete", catalogue["complete_rss_mb"], "MB")
         per_document = (catalogue["complete_rss_mb"] - result["empty_rss_mb"]) * 1024 / catalogue["documents"]

@@ -119,6 +119,7 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
     catalogue = {row["measure"]: number(row["value"]) for row in tables["Finder: 2 MCP servers × 50 documents"]}
     assert catalogue["requests the Server timed out (408) before the catalogue was complete"] == 0
     assert f"floor: {QUICK_DOCUMENTS} Level 1 reads, ClientSession, 16 in flight" in catalogue
+    assert "catalogue complete / floor with subscriptions" in catalogue
     for query in ("(first page)", ", 1 keyword", ", file_type", ", last page"):
         label = f"warm get_finder {query}".replace(" ,", ",")
         assert catalogue[f"{label} p99"] >= catalogue[f"{label} p50"] > 0, label
