@@ -38,7 +38,8 @@ from .server_order import CallRecord, order_servers
 logger = logging.getLogger(__name__)
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-#: What joins an entry's folded texts in `CatalogueEntry.folded_text` (no text holds it).
+#: What joins an entry's folded texts in `CatalogueEntry.folded_text`: a keyword holding it
+#: is looked for in each text alone (`CatalogueFilter.keeps`), never across two.
 TEXT_SEPARATOR = "\0"
 
 
