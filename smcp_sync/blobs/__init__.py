@@ -12,7 +12,7 @@ reader) bound to an office and an Agent::
 
 from .chunks import chunk_size, read_chunk
 from .handles import DEFAULT_HANDLE_TTL, BlobHandles, MintedBlob, not_accessible
-from .source import BlobSource, file_sha256, from_bytes, from_path, from_reader
+from .source import BlobSource, file_sha256, from_bytes, from_path, from_reader, stream_sha256
 
 __all__ = [
     "DEFAULT_HANDLE_TTL",
@@ -21,6 +21,7 @@ __all__ = [
     "MintedBlob",
     "chunk_size",
     "file_sha256",
+    "stream_sha256",
     "from_bytes",
     "from_path",
     "from_reader",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from typing import Callable
+from typing import BinaryIO, Callable
 
 #: Size of the pieces the sha256 is computed over.
 _HASH_PIECE = 1024 * 1024
@@ -76,8 +76,13 @@ def from_reader(size: int, read: RangeReader, sha256: str | None = None) -> Blob
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """Hex sha256 of a file, read in pieces: a large file is never held whole."""
-    digest = hashlib.sha256()
     with open(path, "rb") as file:
-        for piece in iter(lambda: file.read(_HASH_PIECE), b""):
-            digest.update(piece)
+        return stream_sha256(file)
+
+
+def stream_sha256(file: BinaryIO) -> str:
+    """Hex sha256 of what is left to read of an open binary file, read in pieces."""
+    digest = hashlib.sha256()
+    for piece in iter(lambda: file.read(_HASH_PIECE), b""):
+        digest.update(piece)
     return digest.hexdigest()

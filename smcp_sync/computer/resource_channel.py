@@ -31,6 +31,7 @@ import attrs
 
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import Resource
+from .exposure import names_a_secret
 from .uri_cache import CacheWatcher, Ticket, UriCache
 
 log = logging.getLogger(__name__)
@@ -158,8 +159,11 @@ class ResourceChannel(Generic[V]):
 
     def listed(self, server: str, generation: int, resources: Sequence[Resource], subscribable: bool) -> bool:
         """Record the resources of this channel's scheme in `server`'s listing (described,
-        when the channel needs more than URIs); True when that changed what it shows."""
-        details = self._survey(server, [resource for resource in resources if self.accepts(resource.uri)])
+        when the channel needs more than URIs); True when that changed what it shows. The
+        survey sees the whole listing (a package's files include its `.skillenv`, staged
+        for its scripts); an entry that names a secret file is never one (`exposure`)."""
+        surveyed = self._survey(server, [resource for resource in resources if self.accepts(resource.uri)])
+        details = {uri: found for uri, found in surveyed.items() if not names_a_secret(uri)}
         return self.cache.replace(server, generation, list(details), subscribable, details)
 
     def entries(self, servers: Sequence[str], uri: str | None = None) -> Gathered[V]:

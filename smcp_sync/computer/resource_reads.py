@@ -32,6 +32,7 @@ from ..protocol.models import (
     ResourceContents,
 )
 from ..protocol.models.resources import a2c_resource
+from .exposure import names_a_secret, secret_refused
 from .manager import ServerManager
 from .mcp_adapter import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from .resource_channel import ResourceChannel, scheme_and_host
@@ -63,7 +64,10 @@ class ResourceRequests:
         self._timeout = timeout
 
     def read(self, uri: str, mcp_server: str | None = None) -> list[ResourceContents]:
-        """`resources/read` of `uri` on its MCP server, contents as the server returned them."""
+        """`resources/read` of `uri` on its MCP server, contents as the server returned them;
+        4017 before any server is asked when `uri` names a secret file (`exposure`)."""
+        if names_a_secret(uri):
+            raise secret_refused(uri)
         found = scheme_and_host(uri)
         dpe = parse_dpe_uri(uri) if found is not None and found[0] == DPE_SCHEME else None
         server = mcp_server if mcp_server is not None else self._owner(uri, "reading")
@@ -76,10 +80,11 @@ class ResourceRequests:
 
     def page(self, mcp_server: str, cursor: str | None = None) -> tuple[list[A2CResource], str | None]:
         """One page of `mcp_server`'s `resources/list` (its bundle_id) as `A2CResource`s,
-        unfiltered, and the cursor of the next (None: last). 4014 for an unknown server,
-        4015 for one without the resources capability."""
+        less those naming a secret file (`exposure`), and the cursor of the next (None:
+        last). 4014 for an unknown server, 4015 for one without the resources capability."""
         resources, next_cursor = self._manager.list_resources_page(mcp_server, cursor, self._timeout)
-        return [a2c_resource(resource) for resource in resources], next_cursor or None
+        shown = [a2c_resource(resource) for resource in resources if not names_a_secret(resource.uri)]
+        return shown, next_cursor or None
 
     def complete(
         self,

@@ -17,13 +17,11 @@ from typing import Any, Callable
 
 import attrs
 
-from ..blobs import file_sha256
+from ..blobs import stream_sha256
 from ..protocol.errors import ErrorCode, SkillError
 from ..protocol.models import DEFAULT_SKILL_FILE
 from ..protocol.skill_mime import is_text_mime, mime_type_of
-
-#: Files no `rel_path` ever reads, whether they exist or not (§9.1: `.skillenv` holds secrets).
-FORBIDDEN_FILES = frozenset({".skillenv"})
+from .exposure import SecretFileError, is_secret_name, open_inside
 
 def not_accessible(reason: str, rel_path: str, **details: Any) -> SkillError:
     """The 4017 of error-handling.md (`reason`: traversal / forbidden / not_found / too_large)."""
@@ -124,40 +122,48 @@ def inline_body(resource: SkillResource, budget: int) -> str | None:
         return None
 
 
-def resolve(root: Path, rel_path: str) -> Path:
-    """The file `rel_path` names inside the package `root`, checked in the order that
-    leaks nothing (§9.2): traversal (absolute, ``..``, a symlink out) before forbidden
-    (`.skillenv`, existing or not) before not_found."""
+def resolve(root: Path, rel_path: str) -> tuple[Path, Path]:
+    """The real package folder and the real file `rel_path` names inside it, checked in
+    the order that leaks nothing (§9.2): traversal (absolute, ``..``, a symlink out)
+    before forbidden (a secret file of `exposure`, existing or not, in any case) before
+    not_found. Open the file with `exposure.open_inside`, never by its path."""
     parts = PurePosixPath(rel_path).parts
     if not rel_path or "\\" in rel_path or "\x00" in rel_path or PurePosixPath(rel_path).is_absolute() or ".." in parts:
         raise not_accessible("traversal", rel_path)
-    if any(part in FORBIDDEN_FILES for part in parts):
+    if any(is_secret_name(part) for part in parts):
         raise not_accessible("forbidden", rel_path)
     real_root = Path(os.path.realpath(root))
     target = Path(os.path.realpath(real_root.joinpath(*parts)))
     if target != real_root and real_root not in target.parents:
         raise not_accessible("traversal", rel_path)
-    if target.name in FORBIDDEN_FILES:
+    if any(is_secret_name(part) for part in target.relative_to(real_root).parts):
         raise not_accessible("forbidden", rel_path)
     if not target.is_file():
         raise not_accessible("not_found", rel_path)
-    return target
+    return real_root, target
 
 
 def skill_resource(root: Path, rel_path: str, max_size: int) -> SkillResource:
     """The resource `rel_path` of the package at `root`; 4017 when it may not be read or
-    is over `max_size` bytes (then nothing of it is read)."""
-    target = resolve(root, rel_path)
-    if rel_path == DEFAULT_SKILL_FILE:
-        text = target.read_bytes().decode("utf-8", errors="replace")
-        body = split_skill_md(text)[1].encode("utf-8")
-        _check_size(rel_path, len(body), max_size)
-        return SkillResource(
-            rel_path, "text/markdown", len(body), hashlib.sha256(body).hexdigest(), lambda o, n: body[o : o + n]
-        )
-    size = target.stat().st_size
-    _check_size(rel_path, size, max_size)
-    return SkillResource(rel_path, mime_type_of(rel_path), size, file_sha256(target), _file_reader(root, rel_path))
+    is over `max_size` bytes (then nothing of it is read). SKILL.md is known by the file
+    it resolves to (``./SKILL.md`` is SKILL.md too) and served without its front matter."""
+    real_root, target = resolve(root, rel_path)
+    try:
+        with open_inside(real_root, target) as file:
+            if target == real_root / DEFAULT_SKILL_FILE:
+                body = split_skill_md(file.read().decode("utf-8", errors="replace"))[1].encode("utf-8")
+                _check_size(rel_path, len(body), max_size)
+                return SkillResource(
+                    rel_path, "text/markdown", len(body), hashlib.sha256(body).hexdigest(), lambda o, n: body[o : o + n]
+                )
+            size = os.fstat(file.fileno()).st_size
+            _check_size(rel_path, size, max_size)
+            digest = stream_sha256(file)
+    except SecretFileError:
+        raise not_accessible("forbidden", rel_path) from None
+    except OSError:  # swapped for a link or removed since `resolve`
+        raise not_accessible("not_found", rel_path) from None
+    return SkillResource(rel_path, mime_type_of(rel_path), size, digest, _file_reader(root, rel_path))
 
 
 def _check_size(rel_path: str, size: int, max_size: int) -> None:
@@ -172,10 +178,10 @@ def _file_reader(root: Path, rel_path: str) -> Callable[[int, int], bytes]:
 
     def read(offset: int, length: int) -> bytes:
         try:
-            path = resolve(root, rel_path)
+            real_root, target = resolve(root, rel_path)
         except SkillError as exc:
             raise OSError(f"{rel_path} is no longer readable: {exc.details.get('reason')}") from None
-        with open(path, "rb") as file:
+        with open_inside(real_root, target) as file:
             file.seek(offset)
             return file.read(length)
 

@@ -81,3 +81,69 @@ def test_the_sandbox_checks_traversal_before_forbidden_before_not_found(tmp_path
     (root / "sub" / "data.bin").unlink()
     with pytest.raises(OSError):  # a blob handle's later read runs the sandbox again
         inner.read(0, 3)
+
+
+SECRET = b"OPENAI_API_KEY=sk-live-not-for-agents\n"
+
+
+def secret_package(tmp_path: Path) -> Path:
+    root = tmp_path / "pkg"
+    (root / "sub").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: pkg\n---\nbody\n", encoding="utf-8")
+    (root / ".skillenv").write_bytes(SECRET)
+    (root / "sub" / ".SkillEnv").write_bytes(SECRET)
+    (root / "notes.txt").write_bytes(b"plain notes\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    "rel_path",
+    [".SKILLENV", ".SkillEnv", "sub/.SkillEnv", "sub/.skillenv", "./.skillenv", "sub/../.skillenv", ".skillenv/"],
+)
+def test_a_secret_file_is_forbidden_whatever_its_case_or_spelling(tmp_path: Path, rel_path: str) -> None:
+    root = secret_package(tmp_path)
+    with pytest.raises(SMCPError) as caught:
+        skill_resource(root, rel_path, 1 << 20)
+    assert (caught.value.code, caught.value.details["reason"]) in {(4017, "forbidden"), (4017, "traversal")}
+    assert caught.value.details["reason"] == ("traversal" if ".." in rel_path else "forbidden")
+
+
+def test_links_to_a_secret_file_are_forbidden(tmp_path: Path) -> None:
+    root = secret_package(tmp_path)
+    os.symlink(root / ".skillenv", root / "soft.txt")
+    os.link(root / ".skillenv", root / "hard.txt")
+    os.link(root / "sub" / ".SkillEnv", root / "sub" / "hard.txt")
+    for rel_path in ("soft.txt", "hard.txt", "sub/hard.txt"):
+        with pytest.raises(SMCPError) as caught:
+            skill_resource(root, rel_path, 1 << 20)
+        assert (caught.value.code, caught.value.details["reason"]) == (4017, "forbidden"), rel_path
+
+
+def test_a_link_swapped_in_after_the_check_reads_nothing(tmp_path: Path) -> None:
+    """A blob handle minted for a plain file, which is then replaced by a link to the
+    secret (or its folder by a link to a folder holding one): later reads fail."""
+    root = secret_package(tmp_path)
+    entry = skill_resource(root, "notes.txt", 1 << 20)
+    assert entry.read(0, 100) == b"plain notes\n"
+    (root / "notes.txt").unlink()
+    os.symlink(root / ".skillenv", root / "notes.txt")
+    with pytest.raises(OSError):
+        entry.read(0, 100)
+    (root / "deep").mkdir()
+    (root / "deep" / "notes.txt").write_bytes(b"deep notes\n")
+    deep = skill_resource(root, "deep/notes.txt", 1 << 20)
+    (root / "deep" / "notes.txt").unlink()
+    (root / "deep").rmdir()
+    os.symlink(root / "sub", root / "deep")  # sub/notes.txt does not exist; a link to a folder opens nothing
+    (root / "sub" / "notes.txt").symlink_to(root / "sub" / ".SkillEnv")
+    with pytest.raises(OSError):
+        deep.read(0, 100)
+
+
+def test_skill_md_by_any_spelling_comes_without_its_front_matter(tmp_path: Path) -> None:
+    root = secret_package(tmp_path)
+    for rel_path in ("./SKILL.md", "SKILL.md/", "SKILL.md"):
+        entry = skill_resource(root, rel_path, 1 << 20)
+        assert (entry.mime_type, entry.total_size, entry.read(0, 100)) == ("text/markdown", 5, b"body\n"), rel_path
+    os.symlink(root / "SKILL.md", root / "alias.md")  # a link to it inside the package: the same file
+    assert skill_resource(root, "alias.md", 1 << 20).read(0, 100) == b"body\n"

@@ -38,6 +38,7 @@ metadata:
 Read `references/checklist.md` first.
 """
 NOTES_MD = "---\nname: notes\ndescription: Keeps notes\n---\nWrite things down.\n"
+SECRET = "OPENAI_API_KEY=sk-live-not-for-agents\n"
 BIG = "x" * 100_000 + "\n"  # text over the inline budget: a blob handle
 PNG = bytes(range(256)) * 8
 
@@ -99,7 +100,10 @@ def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             {"uri": "skill://com.test.remote/notes", "name": "notes", "_meta": {"source": "resources"}},
             {"uri": "skill://com.test.remote/notes/SKILL.md", "name": "SKILL.md", "text": NOTES_MD},
             {"uri": "skill://com.test.remote/notes/how/to.md", "name": "to.md", "text": "# How to\n"},
+            {"uri": "skill://com.test.remote/notes/.skillenv", "name": ".skillenv", "text": SECRET},
+            {"uri": "skill://com.test.remote/notes/conf/.SkillEnv", "name": ".SkillEnv", "text": SECRET},
             {"uri": "window://com.test.remote/main", "name": "main", "text": "a window, not a skill"},
+            {"uri": "window://com.test.remote/%2Eskillenv", "name": "env", "text": SECRET},
         ],
     )
     servers = [
@@ -184,6 +188,54 @@ def test_bad_input_gets_the_spec_code(
         office["agent"].get_skill("skilled", name, rel_path, timeout=T)
     assert caught.value.code == code
     assert caught.value.details.get("reason") == reason
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "skill://com.test.remote/notes/.skillenv",
+        "skill://com.test.remote/notes/.SKILLENV",
+        "skill://com.test.remote/notes/%2Eskillenv",
+        "skill://com.test.remote/notes/%252eSkillEnv",
+        "skill://com.test.remote/notes/conf/.SkillEnv",
+        "window://com.test.remote/%2Eskillenv",
+    ],
+)
+def test_read_resource_never_serves_a_secret_file(office: dict[str, Any], uri: str) -> None:
+    """The MCP server would hand `.skillenv` out: the Computer refuses before asking it."""
+    with pytest.raises(SMCPError) as caught:
+        office["agent"].read_resource("skilled", uri, mcp_server="remote", timeout=T)
+    assert (caught.value.code, caught.value.details["reason"]) == (4017, "forbidden")
+    assert "sk-live" not in repr(caught.value.details) + caught.value.message
+
+
+def test_the_secret_is_there_to_leak_and_plain_files_are_still_served(office: dict[str, Any]) -> None:
+    manager = office["computer"]._manager  # the MCP server itself, below the boundary
+    leaked = manager.read_resource("remote", "skill://com.test.remote/notes/.skillenv", T)
+    assert "sk-live" in leaked[0].text
+    plain = office["agent"].read_resource("skilled", "skill://com.test.remote/notes/how/to.md", mcp_server="remote", timeout=T)
+    assert plain == "# How to\n"
+
+
+def test_listings_never_show_a_secret_file(office: dict[str, Any]) -> None:
+    agent = office["agent"]
+    page = agent.get_resources("skilled", "remote", timeout=T)
+    uris = [resource.uri for resource in page.resources]
+    assert "skill://com.test.remote/notes/how/to.md" in uris and "window://com.test.remote/main" in uris
+    assert not [uri for uri in uris if "skillenv" in uri.lower()], uris
+    desktop = agent.get_desktop("skilled", timeout=T)
+    assert "a window, not a skill" in repr(desktop) and "sk-live" not in repr(desktop)
+
+
+def test_a_staged_secret_stays_on_the_computer(office: dict[str, Any]) -> None:
+    """Staging may write `.skillenv` beside the package's scripts; no Agent route reads it."""
+    agent = office["agent"]
+    notes = by_name(agent.get_skills("skilled", timeout=T))["mcp:remote:notes"]
+    assert (Path(notes.path) / ".skillenv").read_text(encoding="utf-8") == SECRET
+    for rel_path in (".skillenv", ".SKILLENV", "conf/.SkillEnv", "conf/.skillenv"):
+        with pytest.raises(SMCPError) as caught:
+            agent.get_skill("skilled", "mcp:remote:notes", rel_path, timeout=T)
+        assert (caught.value.code, caught.value.details["reason"]) == (4017, "forbidden"), rel_path
 
 
 def test_a_file_over_the_size_cap_is_refused_before_any_byte(tmp_path: Path) -> None:
