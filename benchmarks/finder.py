@@ -292,8 +292,9 @@ def _updates(agent: Any, computer: str, plan: FinderPlan, notices: Notices) -> d
 
 
 def run(plan: FinderPlan, *, catalogue: bool, storm: bool, updates: bool = False) -> dict[str, Any]:
+    from smcp_sync.connection.session import ReconnectPolicy
+
     from smcp_sync.agent import Agent
-    from smcp_sync.connection import ReconnectPolicy
     from smcp_sync.protocol import events
 
     office = f"finder-{uuid.uuid4().hex[:8]}"

@@ -57,7 +57,7 @@ async def _floor(server_args: list[list[str]], python: str) -> dict[str, Any]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from smcp_sync.computer.manager import BATCH_CONCURRENCY
+    from smcp_sync.computer.mcp.manager import BATCH_CONCURRENCY
 
     async with contextlib.AsyncExitStack() as stack:
         errlog = stack.enter_context(open(os.devnull, "w"))  # stdio_client needs a real file (DESIGN §7)

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import psutil
 import socketio
 import websocket
+from smcp_sync.connection.session import ReconnectPolicy
 
 from smcp_sync.agent import Agent
-from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.server.app import DEFAULT_SERVE_THREADS
 

@@ -61,8 +61,9 @@ def _office() -> str:
 
 @contextlib.contextmanager
 def smcp_sync(echo: EchoServer) -> Iterator[Measure]:
+    from smcp_sync.connection.session import ReconnectPolicy
+
     from smcp_sync.agent import Agent
-    from smcp_sync.connection import ReconnectPolicy
 
     office = _office()
     with Peers() as peers:

@@ -115,8 +115,9 @@ def run_computer(args: argparse.Namespace) -> None:
 
 
 def run_idle_agents(args: argparse.Namespace) -> None:
+    from smcp_sync.connection.session import ReconnectPolicy
+
     from smcp_sync.agent import Agent
-    from smcp_sync.connection import ReconnectPolicy
 
     agents = []
     try:

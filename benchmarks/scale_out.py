@@ -48,7 +48,7 @@ def node_path(echo: EchoServer, cross: bool) -> Iterator[paths.Measure]:
     """The echo call through two nodes sharing a Redis; the Computer on the Agent's node,
     or (`cross`) on the other."""
     from smcp_sync.agent import Agent
-    from smcp_sync.connection import ReconnectPolicy
+    from smcp_sync.connection.session import ReconnectPolicy
 
     office = f"bench-{uuid.uuid4().hex[:8]}"
     with redis() as shared, Peers() as peers:

@@ -1,4 +1,4 @@
-"""`smcp_sync.connection.Connection` against the real `SMCPServer`, and against a raw
+"""`smcp_sync.connection.session.Connection` against the real `SMCPServer`, and against a raw
 python-socketio Server (werkzeug thread on 127.0.0.1:0, or a child process for real
 crashes) where the test needs answers a correct Server never gives."""
 
@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from smcp_sync.connection.session import Connection, NotConnectedError, ReconnectPolicy
 
-from smcp_sync.connection import Connection, NotConnectedError, ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import (
     AuthError,
@@ -27,7 +27,6 @@ from smcp_sync.protocol.errors import (
     SMCPError,
     SMCPTimeoutError,
 )
-
 from smcp_sync.server import SMCPServer
 
 try:

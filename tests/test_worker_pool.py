@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smcp_sync.worker_pool import WorkerPool
+from smcp_sync.threads.worker_pool import WorkerPool
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -121,7 +121,7 @@ def test_exceptions_are_logged_and_the_worker_survives(pool, caplog):
     def boom() -> None:
         raise ValueError("job exploded")
 
-    with caplog.at_level(logging.ERROR, logger="smcp_sync.worker_pool"):
+    with caplog.at_level(logging.ERROR, logger="smcp_sync.threads.worker_pool"):
         pool.submit(boom)
         _wait_until(lambda: pool.idle_count == 1)
     assert "job exploded" in caplog.text
@@ -197,7 +197,7 @@ def served(no_leaks):
 
 @pytest.fixture
 def connected(served):
-    from smcp_sync.connection import Connection
+    from smcp_sync.connection.session import Connection
 
     connection = Connection("agent", "a1")
     connection.connect(served.url, timeout=5)

@@ -19,7 +19,7 @@ from typing import IO, Any, Callable, Union
 
 from ..blobs import chunk_size, file_sha256
 from ..blobs.tool_results import blob_items
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol import events
 from ..protocol.errors import BlobError, ErrorCode, InternalError
 from ..protocol.models import (

@@ -26,11 +26,18 @@ import functools
 import logging
 from typing import Any, Callable, Mapping
 
-from ..connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_JOIN_TIMEOUT, Connection, NotConnectedError, ReconnectPolicy
+from ..connection.session import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_JOIN_TIMEOUT,
+    Connection,
+    NotConnectedError,
+    ReconnectPolicy,
+)
 from ..protocol import events
 from ..protocol.errors import NotFoundError, OfficeError, SMCPError
 from ..protocol.extensions import ExtensionNotSupportedError
 from ..protocol.models import (
+    A2CSkillRef,
     CallToolResult,
     Desktop,
     GetComputerConfigReq,
@@ -39,7 +46,6 @@ from ..protocol.models import (
     GetDeskTopRet,
     GetFinderRet,
     GetToolsReq,
-    A2CSkillRef,
     GetToolsRet,
     ListRoomReq,
     ListRoomRet,
@@ -47,10 +53,10 @@ from ..protocol.models import (
     SMCPTool,
     ToolList,
 )
+from .blobs import BlobMethods
 from .cache import ComputerCache
 from .dispatcher import Dispatcher
 from .finder import FinderMethods
-from .blobs import BlobMethods
 from .notifications import Notifications
 from .refresher import Refresher
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id

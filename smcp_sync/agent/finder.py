@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Literal, Sequence, TypeVar, Union, cast, overload
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..context.dpe_render import render_markdown, render_text
 from ..protocol import events
 from ..protocol.codec import from_wire

@@ -21,7 +21,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.errors import BadRequestError

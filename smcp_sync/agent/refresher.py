@@ -18,7 +18,7 @@ import logging
 import threading
 from typing import Callable, Hashable, Mapping
 
-from ..worker_pool import WorkerPool
+from ..threads.worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
 

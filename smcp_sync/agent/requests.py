@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import BadRequestError, InternalError, NotFoundError

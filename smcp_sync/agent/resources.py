@@ -15,7 +15,7 @@ import binascii
 import json
 from typing import Any, Mapping, Union
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol import dpe_uri, events, window_uri
 from ..protocol.errors import BadRequestError, InternalError
 from ..protocol.models import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol import events
 from ..protocol.errors import InternalError
 from ..protocol.models import A2CSkillRef, GetSkillReq, GetSkillRet, GetSkillsReq, GetSkillsRet

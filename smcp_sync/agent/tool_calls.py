@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..connection import Connection
+from ..connection.session import Connection
 from ..protocol import events
 from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT

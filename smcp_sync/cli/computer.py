@@ -69,8 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
     from ..computer import ServersNotStartedError
+    from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
 
     try:
         computer = _configured_computer(args)
@@ -96,7 +96,7 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
     """The Computer of --config / --inputs / --input. A configuration error names the
     file and, for a server config, the server; the field is in the codec's message."""
     from ..computer import Computer
-    from ..computer.config_file import ConfigError, load_config, load_inputs
+    from ..computer.config.files import ConfigError, load_config, load_inputs
 
     values = dict(_assignment(text) for text in args.input)
     config = _in_file(args.config, load_config)
@@ -124,7 +124,7 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
 
 def _in_file(path: str, load: Any) -> Any:
     """`load` the JSON document of `path`; its errors say which file."""
-    from ..computer.config_file import ConfigError, read_json
+    from ..computer.config.files import ConfigError, read_json
 
     document = read_json(path)  # unreadable or not JSON: a ConfigError naming the file
     try:

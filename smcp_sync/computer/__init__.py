@@ -1,15 +1,14 @@
 """The Computer role: hosts MCP servers (stdio, SSE, streamable HTTP) and serves their
 tools, Desktop windows and Finder documents to an office, or locally without any Server."""
 
+from .channels.finder import FinderPage
 from .computer import Computer
-from .config_file import ComputerConfig, ConfigError, load_config, load_inputs
-from .finder import FinderPage
-from .history import ToolCallRecord
-from .inputs import InputError
-from .manager import MCPServerError, ServerManager
-from .redaction import REDACTED
-from .policy import ServerPolicy
-from .status import (
+from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
+from .config.inputs import InputError
+from .config.redaction import REDACTED
+from .mcp.manager import MCPServerError, ServerManager
+from .mcp.policy import ServerPolicy
+from .mcp.status import (
     ComputerNotRunningError,
     ServerCapabilities,
     ServerEvent,
@@ -18,7 +17,8 @@ from .status import (
     ServerStatus,
     ServerTool,
 )
-from .tool_calls import PendingToolCall
+from .tools.calls import PendingToolCall
+from .tools.history import ToolCallRecord
 
 __all__ = [
     "Computer",

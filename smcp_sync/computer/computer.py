@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
-from ..connection import ReconnectPolicy
+from ..connection.session import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
@@ -47,15 +47,12 @@ from ..protocol.models import (
     ResourceContents,
     SMCPTool,
 )
-from .bridge import SHUTDOWN_GRACE, EventLoopThread
-from .catalog import ToolCatalog, build_catalog
-from .config_file import check_unique_bundle_ids, load_config
-from .desktop import desktop_channel, get_desktop
-from .event_pump import EventPump
-from .finder import FinderPage, finder_channel, get_finder
-from .history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
-from .skill_files import SkillResource
-from .skills import (
+from ..threads.event_pump import EventPump
+from .channels.desktop import desktop_channel, get_desktop
+from .channels.finder import FinderPage, finder_channel, get_finder
+from .channels.reads import ResourceRequests
+from .channels.skill_files import SkillResource
+from .channels.skills import (
     DEFAULT_INLINE_BUDGET,
     DEFAULT_MAX_RESOURCE_SIZE,
     SkillHome,
@@ -65,15 +62,18 @@ from .skills import (
     find_resource,
     skills_channel,
 )
-from .inputs import AskInput, InputResolver
-from .manager import ServerManager
-from .redaction import public_input
-from .policy import ServerPolicy
-from .resource_reads import ResourceRequests
-from .resource_watch import DEFAULT_DEBOUNCE, ResourceWatch
+from .channels.watch import DEFAULT_DEBOUNCE, ResourceWatch
+from .config.files import check_unique_bundle_ids, load_config
+from .config.inputs import AskInput, InputResolver
+from .config.redaction import public_input
+from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
+from .mcp.manager import ServerManager
+from .mcp.policy import ServerPolicy
+from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
-from .status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
-from .tool_calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
+from .tools.calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
+from .tools.catalog import ToolCatalog, build_catalog
+from .tools.history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class Computer:
     """An A2C-SMCP Computer. Thread-safe; every method blocks (bounded) and returns.
 
     `servers`: MCP server configs (models or dicts in the official SDK's format);
-    `config`: a config file path or parsed document (see `config_file`), whose servers
+    `config`: a config file path or parsed document (see `config.files`), whose servers
     come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
     placeholders get their values; `confirm`: asked before each call of a tool whose
     `auto_apply` is not true (None: no confirmation needed); `update_debounce`: seconds

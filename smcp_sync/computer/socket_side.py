@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..blobs import chunk_size, from_reader, read_chunk
 from ..blobs.tool_results import spool_oversize
-from ..connection import Connection, NotConnectedError, ReconnectPolicy
+from ..connection.session import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import BadRequestError, NotFoundError, cut_short
@@ -42,8 +42,7 @@ from ..protocol.models import (
     ToolCallReq,
     UpdateComputerConfigReq,
 )
-
-from .skill_files import inline_body
+from .channels.skill_files import inline_body
 
 if TYPE_CHECKING:
     from .computer import Computer

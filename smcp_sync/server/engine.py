@@ -26,7 +26,7 @@ from socketio import packet
 from ..protocol import events
 from ..protocol.errors import BadRequestError, ErrorCode
 from ..protocol.extensions import advertisement
-from ..worker_pool import WorkerPool
+from ..threads.worker_pool import WorkerPool
 from .admission import ConnectionsPerAddress
 from .deadlines import Deadline, Deadlines
 from .limits import DEFAULT_MAX_SEND_BACKLOG, ServerLimits

@@ -18,7 +18,8 @@ import json
 import threading
 from typing import Any
 
-from smcp_sync.connection import Connection, ReconnectPolicy
+from smcp_sync.connection.session import Connection, ReconnectPolicy
+
 from smcp_sync.protocol import events
 from smcp_sync.protocol.codec import from_wire, to_wire
 from smcp_sync.protocol.models import AgentCallData, CallToolResult, SMCPTool, TextContent, ToolCallReq

@@ -8,9 +8,10 @@ import threading
 import time
 
 import pytest
+from office_parts import joined_agent
+from smcp_sync.connection.session import NotConnectedError
 
 from smcp_sync.agent import Agent
-from smcp_sync.connection import NotConnectedError
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import InternalError, NotFoundError, OfficeError, SMCPTimeoutError
 from smcp_sync.protocol.models import (
@@ -23,8 +24,6 @@ from smcp_sync.protocol.models import (
     UpdateComputerConfigReq,
 )
 from smcp_sync.server import SMCPServer
-
-from office_parts import joined_agent
 
 from .recorder import Timeline
 from .scripted_computer import FAST_RECONNECT, ScriptedComputer, tool

@@ -9,16 +9,15 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp_servers import TOOL_SERVER
+from office_parts import joined_agent
+from smcp_sync.connection.session import ReconnectPolicy
 
 from smcp_sync.agent import Agent
 from smcp_sync.computer import Computer
-from smcp_sync.connection import ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
-
-from mcp_servers import TOOL_SERVER
-from office_parts import joined_agent
 
 OFFICE = "office-e2e"
 QUICK = ReconnectPolicy(enabled=False)

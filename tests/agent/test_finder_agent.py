@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import pytest
+from office_parts import joined_agent
 
 from smcp_sync.agent import Agent
 from smcp_sync.context import render_markdown, render_text
@@ -34,8 +35,6 @@ from smcp_sync.protocol.models import (
     TextResourceContents,
     UpdateComputerConfigReq,
 )
-
-from office_parts import joined_agent
 
 from .recorder import Timeline
 from .scripted_computer import ScriptedComputer

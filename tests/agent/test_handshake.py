@@ -8,14 +8,13 @@ import logging
 import time
 
 import pytest
+from office_parts import joined_agent, serving
+from smcp_sync.connection.session import NotConnectedError, ReconnectPolicy
 
 from smcp_sync import Agent, Computer
-from smcp_sync.connection import NotConnectedError, ReconnectPolicy
 from smcp_sync.protocol import versioning
 from smcp_sync.protocol.errors import AuthError, VersionMismatchError
 from smcp_sync.server import handshake
-
-from office_parts import joined_agent, serving
 
 pytestmark = pytest.mark.timeout(60)
 

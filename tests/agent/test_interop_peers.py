@@ -20,17 +20,16 @@ import time
 from typing import Callable
 
 import pytest
-
-from smcp_sync.agent import Agent
-from smcp_sync.connection import ReconnectPolicy
-from smcp_sync.protocol import events
-from smcp_sync.computer import Computer
-from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, SMCPTimeoutError, VersionMismatchError
-from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
-
 from interop.harness import echo_mcp_config, start_official_computer, start_official_server
 from mcp_servers import TOOL_SERVER
 from office_parts import joined_agent
+from smcp_sync.connection.session import ReconnectPolicy
+
+from smcp_sync.agent import Agent
+from smcp_sync.computer import Computer
+from smcp_sync.protocol import events
+from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, SMCPTimeoutError, VersionMismatchError
+from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
 
 from .recorder import Timeline
 

@@ -14,6 +14,7 @@ import threading
 from typing import Iterator
 
 import pytest
+from office_parts import joined_agent, serving
 
 from smcp_sync.agent import client as agent_client
 from smcp_sync.agent.refresher import Refresher
@@ -21,8 +22,6 @@ from smcp_sync.protocol import events
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.models import UpdateComputerConfigReq
 from smcp_sync.server import SMCPServer
-
-from office_parts import joined_agent, serving
 
 from .scripted_computer import ScriptedComputer, tool
 from .silent_computer import SilentComputer

@@ -280,7 +280,7 @@ def test_log_level_works_before_or_after_the_command(where: str, closed_url: str
     quiet, loud = (run.stderr.splitlines() for run in runs)
     assert quiet == [f"smcp-sync agent: cannot connect to {closed_url}: Connection error"]
     assert loud[-1] == quiet[0]
-    assert any(" INFO smcp_sync.connection: agent 'smcp-sync-cli': cannot connect" in line for line in loud)
+    assert any(" INFO smcp_sync.connection.session: agent 'smcp-sync-cli': cannot connect" in line for line in loud)
     assert all(" smcp_sync." in line for line in loud[:-1]), "other libraries' logs stay at WARNING"
 
 

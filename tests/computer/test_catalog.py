@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from smcp_sync.computer import ServerState, ServerStatus, ServerTool
-from smcp_sync.computer.catalog import build_catalog
+from smcp_sync.computer.tools.catalog import build_catalog
 from smcp_sync.protocol import A2C_TOOL_META, MCP_TOOL_ANNOTATION, ErrorCode, MCPServerConfig, from_wire
 
 from .helpers import stdio_config

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import IO, Iterator
 
 import pytest
+from smcp_sync.connection.session import Connection
 
-from smcp_sync.connection import Connection
 from smcp_sync.protocol import CallToolResult, events, from_wire
 from smcp_sync.server import SMCPServer
 
@@ -118,7 +118,7 @@ def test_an_mcp_server_that_does_not_start_is_an_error_unless_allowed(server: SM
     assert done.returncode == 1, done.stderr
     *warnings, error = done.stderr.splitlines()
     assert error == "smcp-sync computer: 1 MCP server(s) did not start: 'broken': FileNotFoundError: No such file or directory"
-    assert "WARNING smcp_sync.computer.server_connection: MCP server 'broken' failed to start (command '/nonexistent/mcp-server')" in warnings[0]
+    assert "WARNING smcp_sync.computer.mcp.server_connection: MCP server 'broken' failed to start (command '/nonexistent/mcp-server')" in warnings[0]
     proc, lines = run_cli(*common, "--allow-failed-servers")
     try:
         assert lines.get(timeout=30).endswith("from 2 MCP servers; not running yet: broken\n")

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from smcp_sync.connection.session import Connection
 
 from smcp_sync.computer import Computer
-from smcp_sync.connection import Connection
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.protocol import (
     BadRequestError,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from smcp_sync import Computer
-from smcp_sync.computer.env_file import EnvFileError, parse_env_lines
+from smcp_sync.computer.config.env_file import EnvFileError, parse_env_lines
 
 from .helpers import stdio_config
 
@@ -24,7 +24,7 @@ def test_lines_are_read_as_a2c_smcp_reads_them(caplog: pytest.LogCaptureFixture)
         "# a comment", "", "PLAIN=value", "export EXPORTED=1", 'DOUBLE="quoted value"', "SINGLE='x'",
         "MIXED=\"not stripped'", "SPACED = padded  ", "EMPTY=", "URL=http://h/?a=b", "no equals sign", "=nokey",
     ])  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.env_file"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.config.env_file"):
         variables = parse_env_lines(text, ".env")
     assert variables == {
         "PLAIN": "value", "EXPORTED": "1", "DOUBLE": "quoted value", "SINGLE": "x", "MIXED": "\"not stripped'",

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from smcp_sync.computer import finder_index
-from smcp_sync.computer.finder_index import MAX_VIEWS, FinderIndex
-from smcp_sync.computer.uri_cache import UriCache
+from smcp_sync.computer.channels import finder_index
+from smcp_sync.computer.channels.finder_index import MAX_VIEWS, FinderIndex
+from smcp_sync.computer.channels.uri_cache import UriCache
 from smcp_sync.context.finder import CatalogueEntry, catalogue_entry, organize_catalogue
 from smcp_sync.protocol.errors import BadRequestError
 from smcp_sync.protocol.models import DPEDocumentSummary

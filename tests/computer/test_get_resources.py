@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 import pytest
+from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync import Agent
 from smcp_sync.protocol import (
@@ -18,7 +19,6 @@ from smcp_sync.protocol import (
     from_wire,
 )
 
-from office_parts import connected_computer, joined_agent, serving
 from .helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
 
 pytestmark = pytest.mark.timeout(60)

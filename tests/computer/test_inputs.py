@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from smcp_sync.computer import InputError
-from smcp_sync.computer.inputs import InputResolver
+from smcp_sync.computer.config.inputs import InputResolver
 from smcp_sync.protocol import CommandInput, PickStringInput, PromptStringInput, from_wire
 
 pytestmark = pytest.mark.timeout(20)

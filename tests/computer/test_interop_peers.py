@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from interop.harness import (
+    OfficialPeer,
+    agent_results,
+    by_op,
+    echo_mcp_config,
+    run_official_agent,
+    start_official_server,
+)
 
 from smcp_sync.computer import Computer
-
-from interop.harness import OfficialPeer, agent_results, by_op, echo_mcp_config, run_official_agent, start_official_server
 
 from .helpers import FAST, CallLogs, stdio_config
 

@@ -17,7 +17,7 @@ import pytest
 
 from smcp_sync import Computer
 from smcp_sync.computer import ConfigError, load_config
-from smcp_sync.computer.redaction import REDACTED
+from smcp_sync.computer.config.redaction import REDACTED
 from smcp_sync.protocol import StdioServerConfig, StreamableHttpServerConfig
 
 pytestmark = pytest.mark.timeout(20)
@@ -37,7 +37,7 @@ def test_what_a2c_smcp_0_4_2_writes_loads_and_its_unknown_tool_meta_key_is_repor
 ) -> None:
     monkeypatch.chdir(tmp_path)  # its envFile ".env" is relative to the working directory, as in 0.4.2
     (tmp_path / ".env").write_text("ROOT_HINT=1\n")
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.manager"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.mcp.manager"):
         shown = _computer(name).get_config()
     assert set(shown.servers) == {"files", "remote", "web_1"}
     files, web = shown.servers["files"], shown.servers["web_1"]
@@ -63,7 +63,7 @@ def test_the_readme_server_add_example_loads() -> None:
 
 
 def test_the_conformance_documents_load_or_say_which_field_and_why(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.config_file"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.config.files"):
         assert load_config(FIXTURES / "spec_0.3_conformance_2.1.json").servers == ()
     assert "configuration field 'marketplaces' is not known to smcp_sync; ignored" in caplog.messages  # empty
     assert "configuration field 'name' is not known to smcp_sync; ignored" in caplog.messages

@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from smcp_sync.computer import InputError
-from smcp_sync.computer.inputs import InputResolver
+from smcp_sync.computer.config.inputs import InputResolver
 from smcp_sync.protocol import MCPServerInput, from_wire, to_wire
 from smcp_sync.server import SMCPServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from smcp_sync.computer.policy import ServerPolicy
+from smcp_sync.computer.mcp.policy import ServerPolicy
 
 
 @pytest.mark.parametrize("field", ["init_timeout", "request_timeout", "ping_timeout", "stop_timeout", "backoff_initial"])

@@ -13,12 +13,12 @@ from typing import Any, Callable
 import pytest
 
 from smcp_sync.computer import Computer
-from smcp_sync.computer.debounce import Debouncer
-from smcp_sync.computer.resource_channel import ResourceChannel
-from smcp_sync.computer.uri_cache import UriCache
+from smcp_sync.computer.channels.channel import ResourceChannel
+from smcp_sync.computer.channels.uri_cache import UriCache
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BadRequestError
 from smcp_sync.protocol.models import Resource
+from smcp_sync.threads.debounce import Debouncer
 
 from .helpers import EventLog, wait_until, write_state
 from .resource_helpers import (

@@ -5,8 +5,8 @@ sync listener."""
 from __future__ import annotations
 
 import os
-import threading
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from smcp_sync.computer import Computer, MCPServerError, ServerEvent
-from smcp_sync.computer.manager import BATCH_CONCURRENCY
+from smcp_sync.computer.mcp.manager import BATCH_CONCURRENCY
 from smcp_sync.protocol import (
     BadRequestError,
     CompletionArgument,
@@ -22,8 +22,8 @@ from smcp_sync.protocol import (
     MCPServerNotFoundError,
     NotFoundError,
     PromptReference,
-    SMCPTimeoutError,
     ResourceTemplateReference,
+    SMCPTimeoutError,
     TextResourceContents,
 )
 

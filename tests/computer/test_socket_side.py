@@ -13,9 +13,9 @@ from typing import Any, Iterator
 
 import pytest
 import socketio
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync.computer import REDACTED, Computer
-from smcp_sync.connection import Connection, ReconnectPolicy
 from smcp_sync.protocol import (
     AuthError,
     CallToolResult,

@@ -16,7 +16,17 @@ import pytest
 from smcp_sync.computer import Computer, ServersNotStartedError, ServerState
 from smcp_sync.protocol import CallToolResult, ErrorCode
 
-from .helpers import FAST, TOOL_SERVER, CallLogs, EventLog, http_config, start_http_server, stdio_config, stop, wait_until
+from .helpers import (
+    FAST,
+    TOOL_SERVER,
+    CallLogs,
+    EventLog,
+    http_config,
+    start_http_server,
+    stdio_config,
+    stop,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

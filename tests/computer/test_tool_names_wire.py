@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
+from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync import Agent, Computer
 from smcp_sync.protocol import ErrorCode
 
-from office_parts import connected_computer, joined_agent, serving
 from .helpers import FAST, stdio_config
 
 pytestmark = pytest.mark.timeout(60)

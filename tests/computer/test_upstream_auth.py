@@ -10,11 +10,10 @@ import pathlib
 from typing import Any
 
 import pytest
+from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync.computer import Computer
 from smcp_sync.protocol.errors import ErrorCode
-
-from office_parts import connected_computer, joined_agent, serving
 
 from .helpers import FAST, http_config, start_http_server, stop
 

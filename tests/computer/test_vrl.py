@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync import Agent, Computer
-from smcp_sync.computer.vrl import VRL_TRANSFORMED, VrlError
+from smcp_sync.computer.config.vrl import VRL_TRANSFORMED, VrlError
 
-from office_parts import connected_computer, joined_agent, serving
 from .helpers import FAST, stdio_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -75,10 +75,10 @@ def test_a_runtime_failure_leaves_the_result_as_it_was_and_warns_once(
     computer = computer_factory(stdio_config("numbers", vrl=AS_NUMBER))
     transformed = computer.call_tool("numbers__echo", {"text": "42"}, timeout=TIMEOUT)
     assert json.loads(transformed.meta[VRL_TRANSFORMED])["structuredContent"]["number"] == 42
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.vrl"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.config.vrl"):
         failed = computer.call_tool("numbers__echo", {"text": "forty-two"}, timeout=TIMEOUT)
     assert (failed.text, failed.structured_content, failed.meta) == ("forty-two", {"result": "forty-two"}, None)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "smcp_sync.computer.vrl"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "smcp_sync.computer.config.vrl"]
     assert len(warnings) == 1 and "'numbers'" in warnings[0] and "to_int" in warnings[0]
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from smcp_sync.computer.vrl import VRL_TRANSFORMED
-
 from interop.harness import start_official_computer
 from office_parts import connected_computer, joined_agent, serving
+
+from smcp_sync.computer.config.vrl import VRL_TRANSFORMED
+
 from .helpers import FAST, stdio_config
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]

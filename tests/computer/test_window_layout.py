@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from smcp_sync.computer.window_layout import WindowLayout, WindowLayouts
+from smcp_sync.computer.channels.window_layout import WindowLayout, WindowLayouts
 from smcp_sync.protocol import from_wire
 from smcp_sync.protocol.models import Resource
 
-LOGGER = "smcp_sync.computer.window_layout"
+LOGGER = "smcp_sync.computer.channels.window_layout"
 
 
 def listed(uri: str, **fields: object) -> Resource:

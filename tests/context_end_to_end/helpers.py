@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import quote
 
-from smcp_sync.agent import Agent
-from smcp_sync.computer import Computer
-from smcp_sync.connection import ReconnectPolicy
-from smcp_sync.demo import SAMPLE_DOCUMENTS
-
 from mcp_servers import RESOURCE_SERVER, write_state
 from office_parts import connected_computer, joined_agent, serving
+from smcp_sync.connection.session import ReconnectPolicy
+
+from smcp_sync.agent import Agent
+from smcp_sync.computer import Computer
+from smcp_sync.demo import SAMPLE_DOCUMENTS
 
 OFFICE = "office-context"
 DOCS_HOST = "com.example.docs"

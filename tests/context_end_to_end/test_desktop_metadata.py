@@ -50,7 +50,7 @@ def test_annotations_meta_and_the_older_query_form(tmp_path: Path, caplog: pytes
         window(f"{OLD}/fifty?priority=50"),  # 0.5
     ]
     servers = [resource_config("new", tmp_path / "new.json", new), resource_config("old", tmp_path / "old.json", old)]
-    caplog.set_level(logging.WARNING, logger="smcp_sync.computer.window_layout")
+    caplog.set_level(logging.WARNING, logger="smcp_sync.computer.channels.window_layout")
     with office(servers) as (_, agent):
         desktop = agent.get_desktop("c1", timeout=10)
         assert shown(desktop) == [

@@ -10,9 +10,9 @@ import time
 
 import psutil
 import pytest
+from smcp_sync.connection.session import NotConnectedError
 
 from smcp_sync import SMCPServer
-from smcp_sync.connection import NotConnectedError
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import NotFoundError
 

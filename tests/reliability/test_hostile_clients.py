@@ -10,12 +10,11 @@ import logging
 
 import pytest
 import websocket
+from server.peers import Peer
 
 from smcp_sync.protocol import events
 
-from .hostile import closed_by_server, close_all, engineio_websocket, half_request, joined_websocket
-from server.peers import Peer
-
+from .hostile import close_all, closed_by_server, engineio_websocket, half_request, joined_websocket
 from .parts import start_server, wait_until
 from .raw_socket import RawSocket
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync import Agent, SMCPServer
-from smcp_sync.connection import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, SMCPTool, TextContent

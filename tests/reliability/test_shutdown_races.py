@@ -10,8 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from smcp_sync.connection import Connection
+from smcp_sync.connection.session import Connection
 
 from .parts import start_server
 

@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from computer.helpers import CallLogs, wait_until
+from context_end_to_end.helpers import copy_samples, documents_config, windows_config
+from reliability.parts import Notes, tool_server
+from server.test_cli_server import ServerProcess
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync import Agent, Computer
-from smcp_sync.connection import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
 
-from context_end_to_end.helpers import copy_samples, documents_config, windows_config
-from computer.helpers import CallLogs, wait_until
-from server.test_cli_server import ServerProcess
-
-from reliability.parts import Notes, tool_server
 from .parts import Node, RedisServer, nodes, redis_server
 
 pytestmark = pytest.mark.timeout(90)

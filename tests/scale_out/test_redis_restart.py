@@ -9,9 +9,9 @@ from typing import Any, Iterator
 
 import pytest
 from computer.helpers import wait_until
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync import Agent
-from smcp_sync.connection import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent

@@ -6,10 +6,9 @@ import signal
 
 import pytest
 import websocket
+from reliability.hostile import close_all, closed_by_server, engineio_websocket
 
 from smcp_sync.cli import main
-
-from reliability.hostile import close_all, closed_by_server, engineio_websocket
 
 from .test_cli_server import server_process  # noqa: F401  (the fixture)
 

@@ -9,8 +9,8 @@ import time
 from concurrent.futures import Future
 
 import pytest
+from smcp_sync.connection.session import Connection, NotConnectedError, ReconnectPolicy
 
-from smcp_sync.connection import Connection, NotConnectedError, ReconnectPolicy
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import ErrorCode, ForbiddenError, SMCPError
 from smcp_sync.server.answers import answer_with_error_object, answer_with_join_ack

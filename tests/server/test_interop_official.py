@@ -9,7 +9,6 @@ as ``access_token`` and start on polling, then upgrade.
 from __future__ import annotations
 
 import pytest
-
 from interop.harness import (
     agent_results,
     by_op,

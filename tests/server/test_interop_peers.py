@@ -11,9 +11,6 @@ in-process; our Agent also calls their Computer through it. Wire facts:
 from __future__ import annotations
 
 import pytest
-
-from smcp_sync.protocol.errors import NotFoundError
-
 from interop.harness import (
     agent_results,
     by_op,
@@ -22,8 +19,9 @@ from interop.harness import (
     start_official_agent,
     start_official_computer,
 )
-
 from office_parts import joined_agent
+
+from smcp_sync.protocol.errors import NotFoundError
 
 from .peers import wait_until
 

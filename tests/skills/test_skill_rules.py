@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smcp_sync.computer.skill_files import skill_resource, split_skill_md
+from smcp_sync.computer.channels.skill_files import skill_resource, split_skill_md
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.skill_mime import is_text_mime, mime_type_of
 from smcp_sync.protocol.skill_name import check_skill_name

@@ -1,0 +1,78 @@
+"""Fields of an MCP server config that smcp_sync does not read: reported, never dropped
+silently.
+
+* a field the official SDK reads for something smcp_sync does not do refuses the config,
+  saying why (`UNSUPPORTED`), rather than running the server without it;
+* any other unknown field (a typo, a newer SDK's field) is named in a warning when the
+  config is added and in `get_config`'s diagnostics, and otherwise ignored (the
+  official SDK refuses them; a Computer that keeps running serves its other servers).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import attrs
+
+from ...protocol.models import (
+    SseServerConfig,
+    SseServerParameters,
+    StdioServerConfig,
+    StdioServerParameters,
+    StreamableHttpServerConfig,
+    StreamableHttpServerParameters,
+    ToolMeta,
+)
+from .files import ConfigError
+
+#: Fields a2c-smcp 0.4.2 reads that smcp_sync refuses, and why.
+UNSUPPORTED = {
+    "oauth": "smcp_sync runs no OAuth flow for MCP servers; put a token in server_parameters.headers instead",
+}
+
+#: By `type`: the config class and its server_parameters class.
+_BY_TYPE = {
+    "stdio": (StdioServerConfig, StdioServerParameters),
+    "sse": (SseServerConfig, SseServerParameters),
+    "streamable": (StreamableHttpServerConfig, StreamableHttpServerParameters),
+}
+
+
+def refuse_unsupported(raw: Mapping[str, Any], server: str) -> None:
+    """A `ConfigError` for the first `UNSUPPORTED` field set (a null one, as 0.4.2's own
+    dump writes it, asks for nothing)."""
+    for key, why in UNSUPPORTED.items():
+        if raw.get(key) is not None:
+            raise ConfigError(
+                f"MCP server {server!r}: field {key!r} is not supported: {why}",
+                details={"field": key, "mcp_server": server},
+            )
+
+
+def unknown_fields(raw: Mapping[str, Any]) -> list[str]:
+    """Wire paths of the fields of `raw` no model field reads (``x``, ``server_parameters.y``,
+    ``tool_meta.<tool>.z``: 0.4.2 passes extra tool meta keys on, smcp_sync does not)."""
+    classes = _BY_TYPE.get(raw.get("type", "stdio"))
+    if classes is None:
+        return []  # the codec refuses the type itself
+    config_cls, params_cls = classes
+    unset = {key for key in UNSUPPORTED if raw.get(key, False) is None}
+    unknown = sorted(set(raw) - _keys(config_cls) - unset)
+    unknown += _extra_keys(raw.get("server_parameters"), params_cls, "server_parameters")
+    unknown += _extra_keys(raw.get("default_tool_meta"), ToolMeta, "default_tool_meta")
+    tool_meta = raw.get("tool_meta")
+    for tool, meta in sorted(tool_meta.items()) if isinstance(tool_meta, Mapping) else ():
+        unknown += _extra_keys(meta, ToolMeta, f"tool_meta.{tool}")
+    return unknown
+
+
+def _extra_keys(value: Any, cls: type, where: str) -> list[str]:
+    return [f"{where}.{key}" for key in sorted(set(value) - _keys(cls))] if isinstance(value, Mapping) else []
+
+
+def _keys(cls: type) -> set[str]:
+    keys: set[str] = set()
+    for attribute in attrs.fields(cls):
+        keys.add(attribute.metadata.get("wire", attribute.name))
+        keys.update(attribute.metadata.get("aliases", ()))
+    return keys

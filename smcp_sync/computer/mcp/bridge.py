@@ -1,0 +1,128 @@
+"""The Computer's private event loop, in one daemon thread: the only place that touches
+asyncio (DESIGN §2). Code running on the loop is written with anyio, like the SDK.
+
+The `mcp` SDK is async; smcp_sync's API is not. Sync code submits coroutines and waits
+on the returned future with a timeout. Long-lived work (one supervisor per MCP server)
+runs in the loop's root task group, so stopping the bridge cancels it anyio-style: the
+SDK's shielded cleanups (terminating a stdio child) still run. Because the loop lives
+in its own thread, a caller whose thread already runs a loop (Jupyter) is unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from typing import Any, Callable, Coroutine, TypeVar
+
+import anyio
+import anyio.abc
+
+from ...protocol.errors import InternalError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How long stopping lets the loop's work unwind (closing MCP sessions, stdio children).
+SHUTDOWN_GRACE = 10.0
+_START_TIMEOUT = 10.0
+
+
+class BridgeClosedError(InternalError, RuntimeError):
+    """The bridge is not running: nothing can be submitted. Also an `SMCPError`: a peer's
+    request that races the Computer's close is answered with it (500, this message)
+    rather than logged as a handler's crash."""
+
+
+class EventLoopThread:
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(_log_loop_exception)
+        self._thread = threading.Thread(target=self._run, name=f"smcp-computer-loop[{name}]", daemon=True)
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+        self._open = False
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._stop_requested: anyio.Event | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT):
+            raise RuntimeError("the Computer's event loop did not start")
+        with self._lock:
+            self._open = True
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule `coro` on the loop; cancelling the returned future cancels it."""
+        with self._lock:
+            if not self._open:
+                coro.close()
+                raise BridgeClosedError("the Computer is not running")
+            return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run `coro` on the loop and wait for it; on timeout cancel it and raise TimeoutError."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("blocking call from the Computer's own event loop thread")
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"no result within {timeout:g}s") from None
+
+    def spawn(self, function: Callable[[], Coroutine[Any, Any, Any]], name: str) -> None:
+        """Run `function()` in the loop's root task group until it returns or the bridge
+        stops. Call on the loop; `function` must not raise (it would stop the bridge)."""
+        assert self._tasks is not None, "spawn() before start()"
+        self._tasks.start_soon(function, name=name)
+
+    def stop(self, timeout: float = SHUTDOWN_GRACE) -> None:
+        """Cancel the loop's work, let it unwind (bounded), and join the thread."""
+        with self._lock:
+            was_open, self._open = self._open, False
+        if not was_open:
+            return
+        assert self._stop_requested is not None
+        self._loop.call_soon_threadsafe(self._stop_requested.set)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("the Computer's event loop thread did not stop within %.1fs", timeout)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._main())
+            self._loop.run_until_complete(_cancel_leftover_tasks(SHUTDOWN_GRACE))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
+        finally:
+            asyncio.set_event_loop(None)
+            self._loop.close()
+
+    async def _main(self) -> None:
+        self._stop_requested = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            self._tasks = tasks
+            self._ready.set()
+            await self._stop_requested.wait()
+            tasks.cancel_scope.cancel()
+
+
+async def _cancel_leftover_tasks(timeout: float) -> None:
+    """Submitted coroutines still running (calls in flight) when the loop stops."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout)
+
+
+def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    log.error(
+        "unhandled error on the Computer's event loop: %s", context.get("message"), exc_info=context.get("exception")
+    )

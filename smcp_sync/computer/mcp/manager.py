@@ -1,0 +1,444 @@
+"""The Computer's MCP servers, seen from sync code: configuration order, lifecycle, and
+thin blocking wrappers over each server's session.
+
+Configs are rendered through the inputs when added (so a bad or unresolvable config is
+an error of the call that adds it, naming the field). Lifecycle operations are
+serialised by one lock that is never taken on the loop; reads use snapshots.
+
+The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
+`complete`) are the seam for Desktop and Finder: they raise `SMCPError`s. An unknown
+server is 4014, a server that did not declare the capability a request needs 4015
+(spec-0.3/error-handling.md). MCP server errors are `MCPServerError` (500) carrying the
+JSON-RPC code, except a server's refusal of the request (unknown resource or method,
+invalid params: 404 / 400, the JSON-RPC code in ``details["mcp_code"]``) and the Finder
+errors 4201–4204 a server reports (as its JSON-RPC code, or by the convention of
+`smcp_sync/demo/servers/finder_errors.py`: ``data.smcp_code`` or a ``[42xx] `` message
+prefix), which keep their code and the server's message and details.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import logging
+import re
+import threading
+from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
+
+import anyio
+
+from ...protocol.codec import from_wire, to_wire
+from ...protocol.errors import (
+    BadRequestError,
+    CapabilityNotSupportedError,
+    ErrorCode,
+    InternalError,
+    MCPServerNotFoundError,
+    SMCPError,
+    SMCPTimeoutError,
+    cut_short,
+)
+from ...protocol.models import (
+    CallToolResult,
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    CompletionReference,
+    MCPServerConfig,
+    Resource,
+    ResourceContents,
+)
+from ...protocol.models._fields import evolve
+from ..config.env_file import check_env_file
+from ..config.fields import refuse_unsupported, unknown_fields
+from ..config.files import server_bundle_id
+from ..config.inputs import InputResolver
+from ..config.redaction import public_server_config
+from ..config.vrl import VrlScript, compile_script
+from .adapter import (
+    INVALID_PARAMS,
+    MAX_PAGES,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    McpFailure,
+    McpRequestFailed,
+    McpSession,
+)
+from .bridge import EventLoopThread
+from .policy import ServerPolicy
+from .server_connection import ServerConnection, ServerUnavailable
+from .status import ServerEvent, ServerState, ServerStatus
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Extra seconds a blocking wrapper waits beyond the request's own timeout (the loop
+#: enforces the timeout; this only guards against a stuck loop).
+WAIT_GRACE = 2.0
+
+#: The SMCP codes an MCP server may report for itself; any other code it claims (an
+#: office or auth error, say) is not its to give, and stays an MCP server error.
+_REPORTABLE_CODES = frozenset(
+    {ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.INVALID_DPE_URI}
+)
+_CODE_PREFIX = re.compile(r"^\[(\d{4})\] ?")
+
+#: An MCP server refusing a request, not failing it: the caller asked for something that
+#: is not there or asked it wrongly, so it gets a 4xx (with ``mcp_code`` in the details).
+_REFUSALS = {
+    INVALID_PARAMS: ErrorCode.BAD_REQUEST,
+    METHOD_NOT_FOUND: ErrorCode.NOT_FOUND,
+    RESOURCE_NOT_FOUND: ErrorCode.NOT_FOUND,
+}
+
+#: Requests of one `request_each` in flight at once on one MCP server: enough to hide the
+#: round-trip latency, few enough not to flood a server (or its stdio pipe).
+BATCH_CONCURRENCY = 16
+
+#: How a request to an MCP server fails (each becomes an `SMCPError`, `_request_error`).
+_REQUEST_FAILURES = (ServerUnavailable, TimeoutError, McpFailure)
+
+
+class MCPServerError(InternalError):
+    """An MCP server could not serve a request (down, or it answered with an error)."""
+
+    @property
+    def mcp_code(self) -> int | None:
+        """The MCP server's JSON-RPC error code, when it answered with one."""
+        return self.details.get("mcp_code")
+
+
+class ServerManager:
+    def __init__(
+        self,
+        bridge: EventLoopThread,
+        publish: Callable[[ServerEvent], None],
+        inputs: InputResolver,
+        policy: ServerPolicy,
+    ) -> None:
+        self._bridge = bridge
+        self._publish = publish
+        self.inputs = inputs
+        self._policy = policy
+        self._raw: dict[str, dict[str, Any]] = {}
+        self._connections: dict[str, ServerConnection] = {}
+        self._scripts: dict[str, VrlScript | None] = {}
+        self._admin = threading.RLock()  # serialises lifecycle changes (may wait on the loop)
+        self._data = threading.Lock()  # guards the three dicts (held only for dict operations)
+
+    # -- configuration ----------------------------------------------------------------
+
+    def configure(self, config: Mapping[str, Any] | MCPServerConfig) -> MCPServerConfig:
+        """Validate `config` (rendering its input placeholders) and register it, stopped,
+        under its bundle_id (resolved from the raw config, `protocol.bundle_id`; set in the
+        returned model). Replaces the config of the same bundle_id, keeping its place in the
+        order (the spec's runtime update in place)."""
+        raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
+        bundle_id = server_bundle_id(raw)
+        refuse_unsupported(raw, bundle_id)
+        parsed: MCPServerConfig = from_wire(MCPServerConfig, self.inputs.render(raw))
+        model = evolve(parsed, bundle_id=bundle_id)
+        script = compile_script(model.vrl, bundle_id)
+        check_env_file(model)
+        for unknown in unknown_fields(raw):
+            log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
+        with self._admin:
+            old = self._connection_or_none(bundle_id)
+            if old is not None:
+                self._stop(old)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn)
+            with self._data:
+                self._raw[bundle_id] = raw
+                self._connections[bundle_id] = connection
+                self._scripts[bundle_id] = script
+        self._publish(ServerEvent(server=bundle_id, kind="config_changed", status=connection.status))
+        return model
+
+    def remove(self, bundle_id: str) -> None:
+        with self._admin:
+            connection = self._connection(bundle_id)
+            self._stop(connection)
+            with self._data:
+                del self._raw[bundle_id], self._connections[bundle_id], self._scripts[bundle_id]
+        self._publish(ServerEvent(server=bundle_id, kind="config_changed"))
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self, name: str, timeout: float) -> ServerStatus:
+        """Start one server and wait (up to `timeout`) for its first attempt's outcome."""
+        with self._admin:
+            connection = self._connection(name)
+            if connection.config.disabled:
+                raise BadRequestError(
+                    f"MCP server {name!r} is disabled in its configuration", details={"mcp_server": name}
+                )
+            self._start_all([connection], timeout)
+            return connection.status
+
+    def start_enabled(self, timeout: float) -> None:
+        """Start every enabled server concurrently; wait (bounded) for first outcomes."""
+        with self._admin:
+            self._start_all([c for c in self.connections() if not c.config.disabled], timeout)
+
+    def stop(self, name: str) -> None:
+        with self._admin:
+            self._stop(self._connection(name))
+
+    def stop_all(self) -> None:
+        with self._admin:
+            connections = [c for c in self.connections() if c.active]
+            if connections:
+                self._bridge.run(_gather(c.stop() for c in connections), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+    def restart(self, name: str, timeout: float) -> ServerStatus:
+        with self._admin:
+            self._stop(self._connection(name))
+            return self.start(name, timeout)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def connections(self) -> list[ServerConnection]:
+        with self._data:
+            return list(self._connections.values())
+
+    def snapshot(self) -> list[tuple[MCPServerConfig, ServerStatus]]:
+        """Every server's (config, status), in configuration order."""
+        return [(c.config, c.status) for c in self.connections()]
+
+    def status(self, name: str) -> ServerStatus:
+        return self._connection(name).status
+
+    def public_configs(self) -> tuple[dict[str, MCPServerConfig], list[str]]:
+        """Configs fit to show (secrets redacted) by bundle_id, each with its resolved
+        `bundle_id`, and notes on those that cannot be shown."""
+        with self._data:
+            raws = list(self._raw.items())
+        shown: dict[str, MCPServerConfig] = {}
+        notes: list[str] = []
+        for bundle_id, raw in raws:
+            config = public_server_config(raw, self.inputs)
+            if config is None:
+                notes.append(
+                    f"configuration of MCP server {bundle_id!r} is not shown: it cannot be shown without secrets"
+                )
+            else:
+                shown[bundle_id] = evolve(config, bundle_id=bundle_id)
+            notes += [
+                f"MCP server {bundle_id!r}: field {field!r} is not known to smcp_sync and is ignored"
+                for field in unknown_fields(raw)
+            ]
+        return shown, notes
+
+    def vrl_script(self, server: str) -> VrlScript | None:
+        """The server's compiled `vrl` script (None: no script, or no such server)."""
+        with self._data:
+            return self._scripts.get(server)
+
+    # -- requests -------------------------------------------------------------------------
+
+    def submit_call(
+        self, server: str, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> concurrent.futures.Future[CallToolResult]:
+        """Start a tool call; cancelling the future cancels the MCP request."""
+        return self._bridge.submit(self._connection(server).call_tool(tool, arguments, timeout))
+
+    def list_resources(self, server: str, timeout: float) -> list[Resource]:
+        """Every page of the server's `resources/list`."""
+
+        async def all_pages(session: McpSession) -> list[Resource]:
+            resources: list[Resource] = []
+            cursor: str | None = None
+            for _ in range(MAX_PAGES):
+                page, next_cursor = await session.list_resources(cursor)
+                resources.extend(page)
+                if not next_cursor or next_cursor == cursor:
+                    return resources
+                cursor = next_cursor
+            raise McpRequestFailed(f"resources/list did not end after {MAX_PAGES} pages")
+
+        return self.request(server, all_pages, timeout, "resources/list")
+
+    def list_resources_page(self, server: str, cursor: str | None, timeout: float) -> tuple[list[Resource], str | None]:
+        self._require(server, "resources")
+        return self.request(server, lambda s: s.list_resources(cursor), timeout, "resources/list")
+
+    def read_resource(self, server: str, uri: str, timeout: float) -> list[ResourceContents]:
+        self._require(server, "resources")
+        return self.request(server, lambda s: s.read_resource(uri), timeout, f"resources/read {cut_short(repr(uri))}")
+
+    def read_resources(
+        self, server: str, uris: Sequence[str], timeout: float
+    ) -> list[list[ResourceContents] | SMCPError]:
+        """`resources/read` of each of `uris` (see `request_each`): contents or failure, in order."""
+        return self.request_each(
+            server, [(_reader(uri), f"resources/read {cut_short(repr(uri))}") for uri in uris], timeout
+        )  # fmt: skip
+
+    def subscribe_resource(self, server: str, uri: str, timeout: float) -> None:
+        self.request(server, lambda s: s.subscribe_resource(uri), timeout, f"resources/subscribe {cut_short(repr(uri))}")
+
+    def subscribe_resources(self, server: str, uris: Sequence[str], timeout: float) -> list[SMCPError | None]:
+        """`resources/subscribe` to each of `uris` (see `request_each`): None or the failure, in order."""
+        return self.request_each(
+            server, [(_subscriber(uri), f"resources/subscribe {cut_short(repr(uri))}") for uri in uris], timeout
+        )  # fmt: skip
+
+    def complete(
+        self,
+        server: str,
+        ref: CompletionReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+        timeout: float,
+    ) -> Completion:
+        self._require(server, "completions")
+        return self.request(server, lambda s: s.complete(ref, argument, context), timeout, "completion/complete")
+
+    def request(self, server: str, operation: Callable[[McpSession], Awaitable[T]], timeout: float, what: str) -> T:
+        """Run `operation` on the server's live session; failures as `SMCPError`s."""
+        connection = self._connection(server)
+        try:
+            return self._bridge.run(connection.request(operation, timeout), timeout + WAIT_GRACE)
+        except _REQUEST_FAILURES as exc:
+            raise _request_error(server, exc, what, timeout) from None
+
+    def request_each(
+        self, server: str, operations: Sequence[tuple[Callable[[McpSession], Awaitable[T]], str]], timeout: float
+    ) -> list[T | SMCPError]:
+        """Run each `(operation, what)` on the server's live session, each within `timeout`:
+        one submission to the loop that keeps `BATCH_CONCURRENCY` in flight, so N requests
+        cost about N / BATCH_CONCURRENCY round trips, not N. Each result or failure (as an
+        `SMCPError`), in order; one failing does not stop the others."""
+        if not operations:
+            return []
+        connection = self._connection(server)
+        requests = [functools.partial(connection.request, operation, timeout) for operation, _ in operations]
+        rounds = -(-len(requests) // BATCH_CONCURRENCY)
+        try:
+            outcomes = self._bridge.run(_each_bounded(requests, _REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
+        except TimeoutError as exc:
+            outcomes = [exc] * len(requests)
+        return [
+            _request_error(server, outcome, what, timeout) if isinstance(outcome, BaseException) else outcome
+            for outcome, (_, what) in zip(outcomes, operations)
+        ]
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _connection(self, name: str) -> ServerConnection:
+        connection = self._connection_or_none(name)
+        if connection is None:
+            raise MCPServerNotFoundError(
+                f"no MCP server named {cut_short(repr(name))}", fields={"mcp_server": cut_short(name)}
+            )
+        return connection
+
+    def _require(self, server: str, capability: str) -> None:
+        """4015 when `server` is known not to have declared `capability` (a server that has
+        not initialized yet is asked anyway: its own answer says)."""
+        capabilities = self.status(server).capabilities
+        if capabilities is not None and not getattr(capabilities, capability):
+            raise CapabilityNotSupportedError(
+                f"MCP server {server!r} does not support {capability!r} (it did not declare the capability)",
+                fields={"mcp_server": server, "capability": capability},
+            )
+
+    def _connection_or_none(self, name: str) -> ServerConnection | None:
+        with self._data:
+            return self._connections.get(name)
+
+    def _start_all(self, connections: list[ServerConnection], timeout: float) -> None:
+        if not connections:
+            return
+        try:
+            self._bridge.run(_gather(c.start() for c in connections), timeout)
+        except TimeoutError:
+            pending = [c.bundle_id for c in connections if c.status.state is ServerState.STARTING]
+            log.warning("MCP servers %s still starting after %.1fs; they go on in the background", pending, timeout)
+
+    def _stop(self, connection: ServerConnection) -> None:
+        if connection.active:
+            self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+def _request_error(server: str, exc: BaseException, what: str, timeout: float) -> SMCPError:
+    """The `SMCPError` for one of `_REQUEST_FAILURES` of a request to `server`."""
+    details: dict[str, Any] = {"mcp_server": server}
+    if isinstance(exc, ServerUnavailable):
+        return MCPServerError(str(exc), details={**details, "state": exc.status.state.value})
+    if isinstance(exc, TimeoutError):
+        return SMCPTimeoutError(f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details)
+    assert isinstance(exc, McpFailure)
+    reported = _reported_error(exc, details)
+    if reported is not None:
+        return reported
+    if exc.code is not None:
+        details["mcp_code"] = exc.code
+    message = f"MCP server {server!r}: {cut_short(exc.message, 400)}"
+    refused_as = _REFUSALS.get(exc.code) if exc.code is not None else None
+    if refused_as is not None:
+        return SMCPError.for_code(refused_as, message, details)
+    return MCPServerError(message, details=details)
+
+
+def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:
+    return lambda session: session.read_resource(uri)
+
+
+def _subscriber(uri: str) -> Callable[[McpSession], Awaitable[None]]:
+    return lambda session: session.subscribe_resource(uri)
+
+
+def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError | None:
+    """The Finder error the MCP server reported, with its message and details and our
+    `details` added; None if it reported none. The code is ``data.smcp_code`` (our
+    convention), else the JSON-RPC code itself (the Finder guide's "MCP Server → Computer
+    → Server → Agent" chain: a server raising code 4202), else a ``[42xx] `` prefix of
+    the message. The details are ``data.details``, or the rest of ``data``."""
+    message = failure.server_message
+    if message is None:
+        return None
+    data = failure.data if isinstance(failure.data, Mapping) else {}
+    prefix = _CODE_PREFIX.match(message)
+    code = data.get("smcp_code")
+    if isinstance(code, bool) or not isinstance(code, int):
+        code = failure.code if failure.code in _REPORTABLE_CODES else int(prefix.group(1)) if prefix else None
+    if code not in _REPORTABLE_CODES:
+        return None
+    reported = data.get("details", {key: value for key, value in data.items() if key != "smcp_code"})
+    merged = {**(reported if isinstance(reported, Mapping) else {}), **details}
+    return SMCPError.for_code(code, message[prefix.end() :] if prefix else message, merged)
+
+
+async def _gather(coros: Any) -> None:
+    """Await `coros` concurrently (each is a start/stop, which does not raise)."""
+    async with anyio.create_task_group() as tasks:
+        for coro in coros:
+            tasks.start_soon(_await, coro)
+
+
+async def _await(coro: Awaitable[Any]) -> None:
+    await coro
+
+
+async def _each_bounded(
+    requests: Sequence[Callable[[], Awaitable[T]]], expected: tuple[type[BaseException], ...]
+) -> list[T | BaseException]:
+    """Await every request, in order, by `BATCH_CONCURRENCY` workers (a task per worker,
+    not per request: a batch has hundreds); an `expected` failure becomes that request's
+    outcome (any other error is a bug, and fails the batch)."""
+    outcomes: list[Any] = [None] * len(requests)
+    todo = iter(range(len(requests)))  # shared: each request is taken by one worker
+
+    async def worker() -> None:
+        for index in todo:
+            try:
+                outcomes[index] = await requests[index]()
+            except expected as exc:
+                outcomes[index] = exc
+
+    async with anyio.create_task_group() as tasks:
+        for _ in range(min(BATCH_CONCURRENCY, len(requests))):
+            tasks.start_soon(worker)
+    return outcomes

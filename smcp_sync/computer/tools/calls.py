@@ -1,0 +1,211 @@
+"""Running one tool call: route, confirm, call with a deadline, and answer (DESIGN §3).
+
+Every outcome is a `CallToolResult`: what the MCP tool returned (its own `isError`
+relayed as is), or a failure the Computer detected, with `meta.error_code`:
+
+* 4001 unknown tool, or a bare name (without ``{bundle_id}__``) that several exposed
+  tools end in (`meta.candidates` lists them); 4002 forbidden by the configuration;
+* 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
+  was cancelled (then also `meta.a2c_cancelled: true`);
+* 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
+* 4005 the confirm callback refused (or failed);
+* 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), with
+  `meta.mcp_server` and a non-secret `meta.auth_hint`.
+
+A result the MCP server returned goes through its `vrl` script, if it has one (`vrl`).
+
+The timeout covers confirmation and the MCP request; the MCP request is cancelled
+(`notifications/cancelled`) on timeout and on cancel.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+import uuid
+from typing import Any, Callable
+
+import attrs
+
+from ...protocol.errors import ErrorCode, NotFoundError, cut_short
+from ...protocol.models import A2C_TOOL_META, CallToolResult, ToolMeta
+from ...protocol.models._fields import as_dict, evolve
+from ..mcp.adapter import McpFailure
+from ..mcp.manager import WAIT_GRACE, ServerManager
+from ..mcp.server_connection import ServerUnavailable
+from ..mcp.upstream_auth import authorization_code
+from .catalog import ToolCatalog, ToolRoute
+from .history import ToolCallHistory, ToolCallRecord
+from .inflight import InFlightCalls
+
+log = logging.getLogger(__name__)
+
+#: Used by `Computer.call_tool` when no timeout is given.
+DEFAULT_TOOL_TIMEOUT = 60.0
+
+
+@attrs.frozen
+class PendingToolCall:
+    """What a `confirm` callback is asked to approve."""
+
+    req_id: str
+    #: The exposed name (``{bundle_id}__{alias or tool}``).
+    name: str
+    #: The MCP server's bundle_id.
+    server: str
+    #: The MCP server's own name for the tool.
+    tool: str
+    params: dict[str, Any]
+
+
+ConfirmCallback = Callable[[PendingToolCall], bool]
+
+
+class ToolCaller:
+    def __init__(
+        self,
+        manager: ServerManager,
+        catalog: Callable[[], ToolCatalog],
+        confirm: ConfirmCallback | None,
+        history: ToolCallHistory,
+    ) -> None:
+        self._manager = manager
+        self._catalog = catalog
+        self._confirm = confirm
+        self._history = history
+        self._in_flight = InFlightCalls()
+
+    def call(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None = None) -> CallToolResult:
+        if not isinstance(params, dict):
+            raise TypeError(f"params must be a dict, got {type(params).__name__}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        req_id = req_id or uuid.uuid4().hex
+        catalog = self._catalog()
+        exposed = catalog.resolve(name)
+        route = catalog.routes.get(exposed) if isinstance(exposed, str) else None
+        if route is None:
+            return _unroutable(catalog, name, exposed)
+        started = time.time()
+        deadline = time.monotonic() + timeout
+        result = self._confirmed_call(route, params, timeout, deadline, req_id)
+        self._history.append(
+            ToolCallRecord(
+                req_id=req_id,
+                server=route.server,
+                tool=route.exposed,
+                timestamp=started,
+                ok=not result.is_error,
+                error_code=result.error_code,
+            )
+        )
+        return result
+
+    def cancel(self, req_id: str) -> bool:
+        """Cancel the call(s) of `req_id` (or the one that arrives later with it)."""
+        return self._in_flight.cancel(req_id)
+
+    def _confirmed_call(
+        self, route: ToolRoute, params: dict[str, Any], timeout: float, deadline: float, req_id: str
+    ) -> CallToolResult:
+        if self._confirm is not None and not route.auto_apply:
+            refusal = self._ask_confirmation(PendingToolCall(req_id, route.exposed, route.server, route.tool, params))
+            if refusal is not None:
+                return refusal
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return _timed_out(route.exposed, timeout)
+        try:
+            future = self._manager.submit_call(route.server, route.tool, params, remaining)
+        except NotFoundError:  # removed since the catalog was read
+            return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {route.exposed!r}")
+        script = self._manager.vrl_script(route.server)
+        self._in_flight.register(req_id, future)
+        try:
+            result = _with_tool_meta(future.result(remaining + WAIT_GRACE), route.meta)
+            # the script runs here, on the caller's thread: it is CPU work, kept off the loop
+            return script.transform(result, route.tool, params) if script is not None else result
+        except concurrent.futures.CancelledError:
+            return _cancelled(route.exposed)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            return _timed_out(route.exposed, timeout)
+        except ServerUnavailable as exc:
+            return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
+        except McpFailure as exc:
+            code = authorization_code(exc.data)
+            if code is not None:
+                return _unauthorized(route, exc, code)
+            return CallToolResult.failure(
+                ErrorCode.TOOL_EXECUTION_FAILED,
+                f"tool {route.exposed!r} failed on MCP server {route.server!r}: {exc.message}",
+            )
+        finally:
+            self._in_flight.unregister(req_id, future)
+
+    def _ask_confirmation(self, pending: PendingToolCall) -> CallToolResult | None:
+        assert self._confirm is not None
+        try:
+            approved = self._confirm(pending)
+        except Exception as exc:
+            log.warning("confirm callback failed for %s: %r", pending.name, exc)
+            return CallToolResult.failure(
+                ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation, which failed: {exc}"
+            )
+        if approved is True:
+            return None
+        return CallToolResult.failure(
+            ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation and it was refused"
+        )
+
+
+def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolResult:
+    """The tool's configured `ToolMeta` carried in the result's meta under `a2c_tool_meta`
+    (an object, merged over what the MCP server put there), as a2c-smcp 0.1.6 and 0.4.2
+    Computers send it: an Agent sees a result's `ret_object_mapper` without the tool list."""
+    if meta is None:
+        return result
+    carried = (result.meta or {}).get(A2C_TOOL_META)
+    merged = {**(carried if isinstance(carried, dict) else {}), **as_dict(meta)}
+    return evolve(result, meta={**(result.meta or {}), A2C_TOOL_META: merged})
+
+
+def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...]) -> CallToolResult:
+    """The failure for a `name` with no route (`exposed`: what `catalog.resolve` made of it)."""
+    if isinstance(exposed, tuple):
+        if exposed:
+            listed = ", ".join(repr(candidate) for candidate in exposed)
+            message = f"tool name {cut_short(repr(name))} is ambiguous: call it by its exposed name, one of {listed}"
+            return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, message, candidates=list(exposed))
+        return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {cut_short(repr(name))}")
+    if exposed in catalog.forbidden:
+        return CallToolResult.failure(
+            ErrorCode.TOOL_DISABLED,
+            f"tool {exposed!r} is forbidden by the configuration of MCP server {catalog.forbidden[exposed]!r}",
+        )
+    return CallToolResult.failure(
+        ErrorCode.TOOL_EXECUTION_FAILED,
+        f"tool {exposed!r} is unavailable: its MCP server {catalog.unavailable[exposed]!r} is restarting",
+    )
+
+
+def _timed_out(name: str, timeout: float) -> CallToolResult:
+    return CallToolResult.failure(
+        ErrorCode.TOOL_TIMEOUT, f"tool {name!r} timed out after {timeout:g}s", timeout=True, a2c_timeout=True
+    )
+
+
+def _unauthorized(route: ToolRoute, failure: McpFailure, code: int) -> CallToolResult:
+    """4006 / 4007: the MCP server refused the call for want of authorization (the
+    user must act where the Computer runs; nothing secret goes to the Agent)."""
+    needs = "needs an authorization" if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED else "was refused with its authorization"
+    message = f"tool {route.exposed!r} {needs} on MCP server {route.server!r}: {failure.message}"
+    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {route.server!r} on the Computer, then retry"}
+    return CallToolResult.failure(code, message, mcp_server=route.server, auth_hint=hint)
+
+
+def _cancelled(name: str) -> CallToolResult:
+    return CallToolResult.failure(
+        ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {name!r} was cancelled", a2c_cancelled=True
+    )

@@ -1,0 +1,741 @@
+"""One Socket.IO client session on `/smcp`, shared by the Agent and the Computer.
+
+Why a wrapper around `socketio.Client`: both roles need the same things the library
+leaves to the application — a bounded connect, office membership that survives a
+reconnect (a reconnect is a brand-new server session: new sid, no rooms), request/answer
+calls that fail fast and typed instead of waiting out a timeout, and a close that stops
+every thread.
+
+Decisions (DESIGN §2, §3, §7):
+
+* websocket transport only, `handle_sigint=False` (Ctrl-C / a Jupyter interrupt must not
+  disconnect every client).
+* The connect URL declares our protocol version (`a2c_version`) and the smcp_sync
+  extension requests this client handles; a Server that refuses the version (HTTP 400,
+  `protocol.versioning`) gets a typed error and is never retried, also when the refusal
+  comes while reconnecting. What the Server advertises in its Engine.IO open packet is
+  kept (`max_message_length`, `peer_extensions`). Extra HTTP headers may be sent
+  (`headers`: e.g. the key for an official 0.1.x Server).
+* Reconnection is python-socketio's own, configured by `ReconnectPolicy` (on by default:
+  first retry after ~0.5 s, doubling up to 5 s, retried until `close()`). It only happens
+  after a transport drop; a server-initiated disconnect is final (library behaviour).
+  After a reconnect the connection re-joins the office it was in, then runs the
+  `on_rejoined` callbacks. Requests made meanwhile wait (within their own timeout) for
+  the re-join instead of reaching the server outside any office.
+* Requests pending when the connection drops fail at once with `NotConnectedError`
+  (python-socketio would let them wait out their whole timeout).
+* Handlers registered with `on` never kill their thread: an `SMCPError` they raise
+  becomes the spec's error object as the answer, anything else a generic 500 (logged
+  here, never sent: no stack traces on the wire).
+* Closing is fast. websocket-client's `close()` waits up to 3 s for the server's close
+  frame; werkzeug never sends one in time: when the Engine.IO handler returns it keeps
+  the HTTP/1.1 connection open and parses the next websocket frames as an HTTP request
+  line, blocking in `readline()` until the client gives up. Measured on loopback:
+  `disconnect()` took 3.0 s in 12 of 20 runs against werkzeug. We send the close frame
+  and shut the socket down without waiting for the echo (`_PromptCloseWebSocket`):
+  ~1 ms, and the server sees the disconnect within a few ms. Nothing is lost that the
+  library did not already race away (it closes the socket while its writer thread may
+  still be flushing).
+* Fewer thread hand-offs per message, each of which costs a wake-up and, on a loaded
+  machine, a scheduling delay (benchmarks/README.md, Findings 1 and 5): incoming events
+  are handled on a pool of reused threads owned by the connection (`WorkerPool`), not on
+  a new thread each as python-socketio does; incoming acks are resolved on the reader
+  thread; outgoing messages are written by the sending thread, not handed to a writer
+  thread (`_PooledEngineIOClient`). `close()` stops the pool.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
+
+import attrs
+import engineio.exceptions
+import engineio.packet
+import socketio
+import socketio.exceptions
+import socketio.packet
+import websocket
+
+from ..client_auth import checked_headers
+from ..message_limit import announced_limit, length_over, too_large
+from ..protocol import events, extensions
+from ..protocol.codec import to_wire
+from ..protocol.conventions import error_from_ack
+from ..protocol.errors import AuthError, BadRequestError, InternalError, SMCPError, SMCPTimeoutError
+from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+from ..protocol.versioning import handshake_url, refusal_error
+from ..threads.worker_pool import WorkerPool
+
+logger = logging.getLogger(__name__)
+
+#: Seconds `connect` waits for the websocket handshake and the namespace by default.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Seconds `join_office` / `leave_office` wait for the Server's ack by default.
+DEFAULT_JOIN_TIMEOUT = 10.0
+#: Seconds `emit` waits for a message another thread is writing to be written.
+DEFAULT_EMIT_TIMEOUT = 10.0
+#: Seconds `close` waits for the client's threads by default.
+DEFAULT_CLOSE_TIMEOUT = 5.0
+#: How often `close` sets the abort flag of a reconnect task that is just starting.
+_RECONNECT_ABORT_POLL = 0.02
+#: What `connect` accepts (python-socketio maps http(s) and ws(s) alike to websockets).
+_URL_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+
+Handler = Callable[[Any], Any]
+
+class NotConnectedError(SMCPError, ConnectionError):
+    """No usable session: never connected, closed, refused, or lost and not yet back.
+
+    Also a builtin `ConnectionError`, so generic network error handling catches it. Shown
+    without the `[500]` label of the errors a Server answers: nothing answered here."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@attrs.frozen(kw_only=True)
+class ReconnectPolicy:
+    """How the client reconnects after a transport drop (python-socketio's options).
+
+    `delay` is the first wait in seconds, doubled after each failed attempt up to
+    `delay_max`; each wait is shifted by up to ± `randomization` seconds so many clients
+    of a restarted server do not reconnect in lockstep. Attempts go on until `close()`.
+    """
+
+    enabled: bool = True
+    delay: float = 0.5
+    delay_max: float = 5.0
+    randomization: float = 0.25
+
+    def client_options(self) -> dict[str, Any]:
+        return {
+            "reconnection": self.enabled,
+            "reconnection_attempts": 0,
+            "reconnection_delay": self.delay,
+            "reconnection_delay_max": self.delay_max,
+            "randomization_factor": self.randomization,
+        }
+
+
+class _PromptCloseWebSocket(websocket.WebSocket):
+    """Sends the close frame but does not wait for the server's echo (see module doc), and
+    keeps what the Server announces in the Engine.IO open packet it receives first: its
+    limit on one message (`message_limit`) and the smcp_sync extensions it routes
+    (`protocol.extensions`)."""
+
+    max_message_length: int | None = None
+    peer_extensions: frozenset[str] = frozenset()
+    _opened = False
+
+    def recv(self) -> Any:
+        data = super().recv()
+        if not self._opened and isinstance(data, str) and data.startswith("0"):
+            self._opened = True
+            self.max_message_length = announced_limit(data)
+            self.peer_extensions = extensions.from_open_packet(data)
+        return data
+
+    def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
+        super().close(status, reason, timeout=0)
+
+
+class _PooledEngineIOClient(engineio.Client):
+    """Engine.IO client with fewer thread hand-offs per message (module doc).
+
+    Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
+    caller waiting for it: `_PendingRequest.resolve`); other messages run on `pool`
+    instead of a new thread each. Outgoing: a message is written to the websocket by the
+    thread that sends it instead of through the library's queue and writer thread;
+    control packets (pong, close) keep that path, and with it the writer's keep-alive
+    (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
+    concurrent writes safe. A write blocks only while the Server reads nothing (its socket
+    buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
+    after which the connection counts as lost), as the writer thread's would; other
+    senders wait for it within their own timeouts (`Connection._send`).
+    """
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._message_pool = pool
+
+    def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
+        """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
+        version check, `protocol.versioning`): Engine.IO reports only "Connection error",
+        while its polling transport would pass the body on as the second argument, which
+        python-socketio hands to `connect_error` handlers; so does this."""
+        try:
+            connected: bool = super()._connect_websocket(url, headers, engineio_path)
+            return connected
+        except engineio.exceptions.ConnectionError as exc:
+            refused = exc.__context__
+            if isinstance(refused, websocket.WebSocketBadStatusException) and refused.status_code == 400:
+                raise engineio.exceptions.ConnectionError(exc.args[0], _json_body(refused.resp_body)) from refused
+            raise
+
+    def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
+        if run_async and event == "message" and event in self.handlers:
+            if _is_ack(args[0]):
+                return super()._trigger_event(event, *args, run_async=False, **kwargs)
+            self._message_pool.submit(self.handlers[event], *args)
+            return None
+        return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
+
+    def _send_packet(self, pkt: engineio.packet.Packet) -> None:
+        ws = self.ws
+        if pkt.packet_type != engineio.packet.MESSAGE or self.current_transport != "websocket" or not self._writing(ws):
+            super()._send_packet(pkt)
+            return
+        if self.state != "connected":
+            return  # what the library does too: the disconnect fails pending requests
+        try:
+            if pkt.binary:
+                ws.send_binary(pkt.encode())
+            else:
+                ws.send(pkt.encode())
+        except (websocket.WebSocketException, OSError) as exc:
+            # The reader sees the same broken socket and reports the disconnect, which
+            # fails every pending request at once: nothing to warn about twice (and an
+            # orderly close racing a send is no fault at all).
+            logger.info("could not send a message, the connection is closing: %s", exc)
+
+    def _writing(self, ws: websocket.WebSocket | None) -> bool:
+        """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
+        previous one and the writer thread not started yet; it sends what was queued."""
+        return ws is not None and self.write_loop_task is not None
+
+
+def _json_body(body: bytes | None) -> Any:
+    try:
+        return json.loads(body or b"")
+    except ValueError:
+        return None
+
+
+def _is_ack(message: Any) -> bool:
+    """A Socket.IO ACK packet (type 3) in text form, e.g. ``3/smcp,12[...]``."""
+    return isinstance(message, str) and message[:1] == "3"
+
+
+class _PooledClient(socketio.Client):
+    """A `socketio.Client` on a `_PooledEngineIOClient` (via the hook python-socketio
+    provides for choosing the Engine.IO client class)."""
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        self._message_pool = pool
+        super().__init__(*args, **kwargs)
+
+    def _engineio_client_class(self) -> Callable[..., engineio.Client]:
+        return functools.partial(_PooledEngineIOClient, pool=self._message_pool)
+
+    def _handle_event(self, namespace: str | None, id: int | None, data: Any) -> None:
+        """python-socketio's, for well-formed events whose name is not reserved. It would
+        run the connection's own `disconnect` (or `connect`) handler for an *event* of
+        that name from the Server: the Agent or Computer would take itself for
+        disconnected, failing its pending requests, while still connected."""
+        if not (isinstance(data, list) and data and isinstance(data[0], str)):
+            self._refuse_event(namespace, id, "an event must be a JSON array whose first item is the event name")
+        elif data[0] in events.RESERVED_EVENT_NAMES:
+            self._refuse_event(namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", {"event": data[0]})
+        else:
+            super()._handle_event(namespace, id, data)
+
+    def _refuse_event(self, namespace: str | None, id: int | None, message: str, details: Any = None) -> None:
+        logger.warning("refused an event from the Server: %s", message)
+        if id is not None:  # the Server waits for an answer: a coded error
+            refusal = BadRequestError(message, details=details).to_wire()
+            self._send_packet(self.packet_class(socketio.packet.ACK, namespace=namespace or "/", id=id, data=[refusal]))
+
+
+class _PendingRequest:
+    """One request waiting for its ack; resolved by the ack or failed by a disconnect."""
+
+    __slots__ = ("event", "done", "args", "error")
+
+    def __init__(self, event: str):
+        self.event = event
+        self.done = threading.Event()
+        self.args: tuple[Any, ...] = ()
+        self.error: SMCPError | None = None
+
+    def resolve(self, *args: Any) -> None:
+        self.args = args
+        self.done.set()
+
+    def fail(self, error: SMCPError) -> None:
+        self.error = error
+        self.done.set()
+
+
+class Connection:
+    """A `socketio.Client` on `/smcp` for one named Agent or Computer.
+
+    Thread-safe: `call`, `emit`, `join_office`... may be used from many threads at once.
+    """
+
+    _DISCONNECTED, _CONNECTING, _CONNECTED, _RECONNECTING = "disconnected", "connecting", "connected", "reconnecting"
+
+    def __init__(
+        self,
+        role: Role,
+        name: str,
+        *,
+        auth: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        reconnect: ReconnectPolicy = ReconnectPolicy(),
+    ):
+        self.role = role
+        self.name = name
+        self._auth = dict(auth) if auth is not None else None
+        self._headers = checked_headers(headers)
+        self._reconnect = reconnect
+        self._handlers: dict[str, Callable[..., Any]] = {}
+        self._pool = WorkerPool(f"smcp-{role}-worker")
+        self._sio = self._new_client()
+        self._emit_lock = threading.Lock()  # python-socketio's emit is not thread-safe
+        self._state_changed = threading.Condition()
+        self._state = self._DISCONNECTED
+        self._ready = False  # connected and, after a reconnect, re-joined
+        self._closing = False
+        self._url: str | None = None
+        self._office_id: str | None = None
+        self._pending: set[_PendingRequest] = set()
+        self._rejoined_callbacks: list[Callable[[str], None]] = []
+        self._refusal: Any = None
+
+    def _new_client(self) -> socketio.Client:
+        """A fresh client per `connect`: the previous one may still be winding down on a
+        library thread after a server-initiated disconnect, and its late events must not
+        touch this connection's state (hence the `client is self._sio` checks)."""
+        client = _PooledClient(
+            pool=self._pool,
+            handle_sigint=False,
+            # skip websocket-client's pure-Python UTF-8 check of each text frame (~0.25 s per
+            # MB: it capped blob chunks from the Server at ~1.5 MB/s); recv() still decodes
+            # the frame as UTF-8, so invalid text fails there all the same
+            websocket_extra_options={"class_": _PromptCloseWebSocket, "skip_utf8_validation": True},
+            request_timeout=DEFAULT_CONNECT_TIMEOUT,
+            **self._reconnect.client_options(),
+        )
+        client.on("connect", lambda: self._on_connect(client), namespace=events.NAMESPACE)
+        client.on("disconnect", lambda reason="": self._on_disconnect(client, reason), namespace=events.NAMESPACE)
+        client.on("connect_error", lambda data=None: self._on_connect_error(client, data), namespace=events.NAMESPACE)
+        for event, handler in self._handlers.items():
+            client.on(event, handler, namespace=events.NAMESPACE)
+        return client
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        with self._state_changed:
+            return self._state == self._CONNECTED
+
+    @property
+    def url(self) -> str | None:
+        return self._url
+
+    @property
+    def office_id(self) -> str | None:
+        """The office this connection is in (and re-joins after a reconnect)."""
+        return self._office_id
+
+    @property
+    def max_message_length(self) -> int | None:
+        """The longest message (in characters) the Server accepts, as it announced it on
+        connecting; longer requests and answers are refused here (`message_limit`)."""
+        return getattr(getattr(self._sio.eio, "ws", None), "max_message_length", None)
+
+    @property
+    def peer_extensions(self) -> frozenset[str]:
+        """The smcp_sync extension requests the Server said it routes when connecting
+        (none for an official SDK's Server: `protocol.extensions`)."""
+        requested: frozenset[str] = getattr(getattr(self._sio.eio, "ws", None), "peer_extensions", frozenset())
+        return requested
+
+    @property
+    def sid(self) -> str | None:
+        """The current Socket.IO session id on `/smcp` (changes on every reconnect)."""
+        sid: str | None = self._sio.get_sid(events.NAMESPACE)
+        return sid
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url!r} office={self._office_id!r}>"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def connect(self, url: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+        """Open the session, declaring in the URL's query our protocol version and the
+        smcp_sync extension requests this client has handlers for (`on`). Raises `AuthError` when the Server refuses the
+        connection (its message included), `VersionMismatchError` (4008) when it speaks
+        another protocol version, `NotConnectedError` when it cannot be reached, and
+        `ValueError` for a `url` that is not an http(s) or ws(s) URL."""
+        _require_server_url(url)
+        with self._state_changed:
+            if self._state != self._DISCONNECTED:
+                raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
+            self._state = self._CONNECTING
+            self._closing = False
+            self._refusal = None
+            self._url = url
+            self._sio = client = self._new_client()
+        client.eio.request_timeout = timeout  # bounds the websocket handshake
+        try:
+            client.connect(
+                handshake_url(url, self._handshake_query()),
+                headers=self._headers,
+                auth=self._auth,
+                transports=["websocket"],
+                namespaces=[events.NAMESPACE],
+                wait_timeout=timeout,
+            )
+        except socketio.exceptions.ConnectionError as exc:
+            with self._state_changed:
+                self._state = self._DISCONNECTED
+            self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
+            raise self._connect_failure(url, exc) from None
+        logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
+
+    def _handshake_query(self) -> list[tuple[str, str]]:
+        answered = extensions.EXTENSION_REQUESTS & self._handlers.keys()
+        return [(extensions.QUERY_KEY, extensions.query_value(answered))] if answered else []
+
+    def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT, on_disconnected: Callable[[], None] | None = None) -> None:
+        """Disconnect (the Server treats it as leaving the office), stop reconnecting and
+        wait up to `timeout` for the client's threads. Idempotent; `connect` may follow
+        (with a fresh handler pool).
+
+        `on_disconnected` runs once the session is gone and before the handlers still
+        running are waited for: the owner ends their work there (the Computer stops its
+        MCP servers), so closing need not wait for it, and no answer goes out after the
+        Server has already failed the requests of a session that left."""
+        deadline = time.monotonic() + timeout
+        with self._state_changed:
+            self._closing = True
+        closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
+        closer.start()
+        closer.join(timeout)
+        if closer.is_alive():
+            logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
+        if on_disconnected is not None:
+            on_disconnected()
+        self._retire_pool(max(0.0, deadline - time.monotonic()))
+        with self._state_changed:
+            self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
+            self._state_changed.notify_all()
+
+    def _retire_pool(self, timeout: float) -> None:
+        """Stop the handler pool's threads; the next `connect` gets a fresh pool."""
+        with self._state_changed:
+            pool, self._pool = self._pool, WorkerPool(f"smcp-{self.role}-worker")
+        pool.shutdown(timeout)
+
+    def _shutdown(self) -> None:
+        """Stop the client and any reconnect task, for good.
+
+        python-socketio's own `shutdown()` races a transport drop being handled: the drop
+        decides to reconnect, marks the client disconnected, then starts the reconnect
+        task; a `shutdown()` in between finds neither a connection nor a task and does
+        nothing, and the task then retries forever (measured: about one close in ten
+        right after a Server went away). A `shutdown()` that sets the task's abort flag
+        before the task clears it waits forever. So: no new decisions to reconnect, let a
+        drop being handled finish (the Engine.IO read loop decides), and set the abort
+        flag until the task has ended. A reconnect attempt in flight may succeed
+        meanwhile: then disconnect again.
+        """
+        client = self._sio
+        client.reconnection = False
+        deadline = time.monotonic() + DEFAULT_CLOSE_TIMEOUT
+        while True:
+            if client.eio.state == "connected":
+                client.disconnect()
+            read_loop = client.eio.read_loop_task
+            if read_loop is not None and read_loop is not threading.current_thread():
+                read_loop.join(max(0.0, deadline - time.monotonic()))
+            task = client._reconnect_task  # private, as in `Client.shutdown()` itself
+            if (task is None or not task.is_alive()) and client.eio.state != "connected":
+                return
+            if time.monotonic() >= deadline:
+                return  # `close` reports the threads still running
+            if task is not None:
+                if client._reconnect_abort is not None:
+                    client._reconnect_abort.set()
+                task.join(_RECONNECT_ABORT_POLL)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- office ----------------------------------------------------------------------
+
+    def join_office(self, office_id: str, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        """Join `office_id` as this connection's role and name; a refusal raises the
+        `SMCPError` matching the code in the Server's message (403 when it has none)."""
+        self._join(office_id, timeout, wait_for_rejoin=True)
+        logger.info("%s %r joined office %r", self.role, self.name, office_id)
+
+    def leave_office(self, timeout: float = DEFAULT_JOIN_TIMEOUT) -> None:
+        """Leave the current office (no-op when in none)."""
+        office_id = self._office_id
+        if office_id is None:
+            return
+        args = self._request(events.LEAVE_OFFICE, to_wire(LeaveOfficeReq(office_id=office_id)), timeout, wait_for_rejoin=True)
+        _raise_refusal(events.LEAVE_OFFICE, args)
+        with self._state_changed:
+            if self._office_id == office_id:
+                self._office_id = None
+
+    def on_rejoined(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(office_id)` after each automatic re-join (on a Socket.IO thread:
+        keep it short, hand long work to another thread)."""
+        self._rejoined_callbacks.append(callback)
+
+    def _join(self, office_id: str, timeout: float, *, wait_for_rejoin: bool) -> None:
+        request = EnterOfficeReq(role=self.role, name=self.name, office_id=office_id)
+        args = self._request(events.JOIN_OFFICE, to_wire(request), timeout, wait_for_rejoin=wait_for_rejoin)
+        _raise_refusal(events.JOIN_OFFICE, args)
+        with self._state_changed:
+            self._office_id = office_id
+
+    # -- messages --------------------------------------------------------------------
+
+    def call(self, event: str, payload: Any, timeout: float) -> Any:
+        """Send `event` and return the answer. Raises the typed `SMCPError` when the
+        answer is an error object (nested or flat), `SMCPTimeoutError` (408) when none
+        comes within `timeout` seconds, `NotConnectedError` without a session."""
+        args = self._request(event, payload, timeout, wait_for_rejoin=True)
+        answer = args[0] if len(args) == 1 else list(args) if args else None
+        error = SMCPError.from_wire(answer)
+        if error is not None:
+            raise error
+        return answer
+
+    def emit(self, event: str, payload: Any) -> None:
+        """Send `event` without waiting for an answer."""
+        with self._state_changed:
+            if self._state != self._CONNECTED:
+                raise self._not_connected(f"cannot send {event}")
+        self._send(event, payload, callback=None, timeout=DEFAULT_EMIT_TIMEOUT)
+
+    def on(self, event: str, handler: Handler) -> None:
+        """Handle `event` from the Server: `handler(payload)` runs on its own thread and
+        its return value is the answer. It validates its own payload."""
+        if event in events.RESERVED_EVENT_NAMES:
+            raise ValueError(f"{event!r} is handled by the connection itself")
+        self._handlers[event] = _answering(event, handler, lambda: self.max_message_length)
+        self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)
+
+    def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
+        deadline = time.monotonic() + timeout
+        pending = _PendingRequest(event)
+        with self._state_changed:
+            self._wait_usable(event, deadline, wait_for_rejoin)
+            self._pending.add(pending)
+        try:
+            self._send(event, payload, callback=pending.resolve, timeout=deadline - time.monotonic())
+            if not pending.done.wait(max(0.0, deadline - time.monotonic())):
+                raise SMCPTimeoutError(
+                    f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
+                )
+        finally:
+            with self._state_changed:
+                self._pending.discard(pending)
+        if pending.error is not None:
+            raise pending.error
+        return pending.args
+
+    def _wait_usable(self, event: str, deadline: float, wait_for_rejoin: bool) -> None:
+        """Block (state lock held) until requests may be sent; joins skip the re-join wait."""
+        while True:
+            if self._state in (self._DISCONNECTED, self._CONNECTING):
+                raise self._not_connected(f"cannot send {event}")
+            if self._state == self._CONNECTED and (self._ready or not wait_for_rejoin):
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NotConnectedError(
+                    f"cannot send {event}: connection to {self._url} lost and not restored in time",
+                    details={"event": event},
+                )
+            self._state_changed.wait(remaining)
+
+    def _send(self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float) -> None:
+        """Write the message (on this thread: `_PooledEngineIOClient`), after the one another
+        thread is writing; waiting for that is bounded by `timeout` (408)."""
+        self._check_length(event, payload)
+        if not self._emit_lock.acquire(timeout=max(0.0, timeout)):
+            raise SMCPTimeoutError(
+                f"could not send {event} within {timeout:g}s: the connection is still writing another message",
+                details={"event": event, "timeout": timeout},
+            )
+        try:
+            self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
+        except socketio.exceptions.BadNamespaceError:
+            raise self._not_connected(f"cannot send {event}") from None
+        finally:
+            self._emit_lock.release()
+
+    def _check_length(self, event: str, payload: Any) -> None:
+        """400 for a message the Server would drop the connection over (`message_limit`)."""
+        limit = self.max_message_length
+        length = length_over(limit, [event, *(payload if isinstance(payload, tuple) else (payload,))])
+        if length is not None and limit is not None:
+            details = {"event": event, "length": length, "limit": limit}
+            raise BadRequestError(too_large(event, length, limit), details=details)
+
+    def _not_connected(self, what: str) -> NotConnectedError:
+        where = f" to {self._url}" if self._url else ""
+        return NotConnectedError(f"{what}: {self.role} {self.name!r} is not connected{where}")
+
+    # -- Socket.IO callbacks (each on a library thread) ---------------------------------
+
+    def _on_connect(self, client: socketio.Client) -> None:
+        with self._state_changed:
+            if client is not self._sio:
+                return
+            reconnected = self._state == self._RECONNECTING
+            self._state = self._CONNECTED
+            office_id = self._office_id if reconnected and not self._closing else None
+            self._ready = office_id is None
+            self._state_changed.notify_all()
+        if office_id is not None:
+            self._rejoin(office_id)
+
+    def _rejoin(self, office_id: str) -> None:
+        logger.info("%s %r reconnected (sid %s); re-joining office %r", self.role, self.name, self.sid, office_id)
+        rejoined = True
+        try:
+            self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
+        except NotConnectedError:
+            return  # dropped again: the next reconnect re-joins
+        except SMCPError as exc:
+            logger.error("%s %r could not re-join office %r after reconnecting: %s", self.role, self.name, office_id, exc)
+            with self._state_changed:
+                if self._office_id == office_id:
+                    self._office_id = None
+            rejoined = False
+        with self._state_changed:
+            self._ready = True
+            self._state_changed.notify_all()
+        if not rejoined:
+            return
+        for callback in list(self._rejoined_callbacks):
+            try:
+                callback(office_id)
+            except Exception:
+                logger.exception("on_rejoined callback %r failed", callback)
+
+    def _on_disconnect(self, client: socketio.Client, reason: str) -> None:
+        with self._state_changed:
+            if client is not self._sio:
+                return
+            retry = reason == client.reason.TRANSPORT_ERROR and self._reconnect.enabled and not self._closing
+            self._state = self._RECONNECTING if retry else self._DISCONNECTED
+            self._ready = False
+            if not retry:
+                self._office_id = None
+            pending, self._pending = self._pending, set()
+            self._state_changed.notify_all()
+        logger.log(
+            logging.INFO if self._closing else logging.WARNING,
+            "%s %r disconnected from %s (%s)%s",
+            self.role,
+            self.name,
+            self._url,
+            reason or "unknown reason",
+            "; reconnecting" if retry else "",
+        )
+        for request in pending:
+            request.fail(NotConnectedError(f"connection lost before {request.event} was answered ({reason})"))
+
+    def _on_connect_error(self, client: socketio.Client, data: Any) -> None:
+        # A refusal of the namespace carries {"message", "data"?}; one of the handshake
+        # (HTTP 400: `protocol.versioning`) the flat error payload; a transport failure a string.
+        refused = isinstance(data, Mapping)
+        if refused and client is self._sio:
+            self._refusal = data
+            if refusal_error(data, self._url or "") is not None:
+                self._stop_reconnecting(client)
+        # WARNING only where no caller hears of it: a first connect() raises the refusal
+        reconnecting = self._state == self._RECONNECTING
+        level = logging.WARNING if refused and reconnecting else logging.INFO
+        logger.log(level, "%s %r: cannot connect to %s: %s", self.role, self.name, self._url, data)
+
+    def _stop_reconnecting(self, client: socketio.Client) -> None:
+        """A Server that refuses our handshake (its version is not ours) will refuse every
+        retry: reconnecting after a drop ends here, as the spec asks (no silent retries)."""
+        with self._state_changed:
+            if self._state != self._RECONNECTING:
+                return  # a first connect: it raises the refusal itself
+            self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
+            self._state_changed.notify_all()
+        client.reconnection = False
+        if client._reconnect_abort is not None:  # private, as in `Client.shutdown()` itself
+            client._reconnect_abort.set()
+        logger.error("%s %r stops reconnecting: %s", self.role, self.name, refusal_error(self._refusal, self._url or ""))
+
+    def _connect_failure(self, url: str, exc: Exception) -> SMCPError:
+        refusal = self._refusal
+        handshake = refusal_error(refusal, url)
+        if handshake is not None:
+            return handshake
+        if isinstance(exc.__cause__, engineio.exceptions.ConnectionError) or refusal is None:
+            return NotConnectedError(f"cannot connect to {url}: {exc}", details={"url": url})
+        error = SMCPError.from_wire(refusal.get("data")) or SMCPError.from_wire(refusal)
+        if error is not None:
+            return error
+        message = str(refusal.get("message") or "no reason given")
+        if message.startswith("["):  # "[code] message", as in join refusals
+            return error_from_ack(message)
+        return AuthError(f"connection refused by {url}: {message}")
+
+
+def _require_server_url(url: str) -> None:
+    """Refuse what python-socketio would reject with a bare "hostname is invalid"."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in _URL_SCHEMES or not parts.hostname:
+        raise ValueError(f"url must be a Server URL with a scheme, e.g. http://localhost:8000, not {url!r}")
+
+
+def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:
+    """Check a two-value ack `(True, None)` / `(False, "[code] message")`."""
+    accepted = args[0] if args else None
+    if accepted is True:
+        return
+    if accepted is False:
+        raise error_from_ack(args[1] if len(args) > 1 else None)
+    error = SMCPError.from_wire(accepted)
+    if error is not None:
+        raise error
+    raise InternalError(f"unexpected answer to {event}: {list(args)!r:.200}")
+
+
+def _answering(event: str, handler: Handler, limit: Callable[[], int | None]) -> Callable[..., Any]:
+    """`handler` adapted to python-socketio: one payload in, errors turned into answers,
+    an answer longer than the Server's `limit()` replaced by an error saying so."""
+
+    def invoke(*args: Any) -> Any:
+        try:
+            answer = handler(args[0] if args else None)
+        except SMCPError as exc:
+            logger.info("%s refused: %s", event, exc)
+            return exc.to_wire()
+        except Exception:
+            logger.exception("handler of %s failed", event)
+            return InternalError(f"internal error while handling {event}").to_wire()
+        most = limit()
+        length = length_over(most, list(answer) if isinstance(answer, tuple) else [answer])
+        if length is None or most is None:
+            return answer
+        reason = too_large(f"the answer to {event}", length, most)
+        logger.warning("%s", reason)
+        return InternalError(reason, details={"event": event, "length": length, "limit": most}).to_wire()
+
+    return invoke
