@@ -69,8 +69,11 @@ def registry_operations(quick: bool) -> list[dict[str, Any]]:
 
     seconds = QUICK_REGISTRY_SECONDS if quick else REGISTRY_SECONDS
     with redis() as shared:
-        here, there = RedisRegistry(shared.url), RedisRegistry(shared.url)
+        # no heartbeat threads here: one beat makes each node alive for the whole measure
+        here, there = RedisRegistry(shared.url, node_ttl=3600), RedisRegistry(shared.url, node_ttl=3600)
         try:
+            for registry in (here, there):
+                registry.beat()
             for registry, sid in ((here, "agent-sid"), (there, "remote-sid"), (here, "mover-sid")):
                 registry.add_session(sid, Handshake(a2c_version="0.4.0"))
             here.join("agent-sid", "agent", "a", "bench")

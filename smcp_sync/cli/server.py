@@ -101,6 +101,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="URL",
         help="share offices with every Server given the same Redis (redis://host:6379/0); needs smcp_sync[redis]",
     )
+    parser.add_argument(
+        "--redis-prefix",
+        metavar="PREFIX",
+        help="the deployment's prefix of every Redis key and channel, the same on each of its Servers (default: smcp:<database>:)",
+    )
     add_json(parser, 'print the ready line as JSON: {"url": URL}')
     parser.set_defaults(func=run)
 
@@ -126,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
             request_timeout=args.request_timeout,
             require_client_version=args.require_client_version,
             redis_url=args.redis,
+            redis_prefix=args.redis_prefix,
             handshake_timeout=args.handshake_timeout,
             header_timeout=args.header_timeout,
             max_connections_per_ip=args.max_connections_per_ip or None,

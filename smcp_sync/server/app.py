@@ -62,7 +62,8 @@ class SMCPServer:
     Socket.IO (HTTP 400, code 4008: `handshake`); those that send none (official 0.1.x
     SDKs) are accepted unless `require_client_version` is set. `registry` replaces the
     in-memory office registry; `redis_url` shares offices, emits and acks with every Server
-    process given the same URL (README, Scale-out). Other keyword arguments go to `socketio.Server`
+    process given the same URL and `redis_prefix`, which names the deployment in that Redis
+    (default ``smcp:<database>:``; README, Scale-out). Other keyword arguments go to `socketio.Server`
     (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); the threading mode
     with `async_handlers` is fixed.
 
@@ -78,6 +79,7 @@ class SMCPServer:
         *,
         registry: OfficeRegistry | None = None,
         redis_url: str | None = None,
+        redis_prefix: str | None = None,
         request_timeout: float = conventions.DEFAULT_REQUEST_TIMEOUT,
         tool_call_buffer: float = conventions.SERVER_TIMEOUT_BUFFER,
         max_http_buffer_size: int = DEFAULT_MAX_HTTP_BUFFER_SIZE,
@@ -95,7 +97,11 @@ class SMCPServer:
             if socketio_options.get(key, required) != required:
                 raise ValueError(f"SMCPServer needs {key}={required!r}")
         if redis_url is not None:
-            registry, socketio_options["client_manager"] = _shared_through_redis(redis_url, registry, socketio_options)
+            registry, socketio_options["client_manager"] = _shared_through_redis(
+                redis_url, redis_prefix, registry, socketio_options
+            )
+        elif redis_prefix is not None:
+            raise ValueError("redis_prefix names a deployment in Redis: give redis_url too")
         options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
         #: Bounds on what one client may hold (README, Security); the HTTP ones apply to
         #: `start()` and `serve()`, the others to every way of running.
@@ -235,15 +241,20 @@ class SMCPServer:
         return RequestDeadlines(self.limits.header_timeout, self.limits.read_timeout)
 
 
-def _shared_through_redis(url: str, registry: Any, socketio_options: dict[str, Any]) -> tuple[OfficeRegistry, StoppableRedisManager]:
-    """The office registry and the Socket.IO client manager of a node of a scale-out."""
+def _shared_through_redis(
+    url: str, prefix: str | None, registry: Any, socketio_options: dict[str, Any]
+) -> tuple[OfficeRegistry, StoppableRedisManager]:
+    """The office registry and the Socket.IO client manager of a node of a scale-out,
+    every key and channel under the deployment's prefix."""
     if registry is not None or "client_manager" in socketio_options:
         raise ValueError("redis_url sets the registry and the client_manager; pass neither with it")
     try:
-        from .redis_registry import RedisRegistry
+        from .redis_registry import REDIS_TIMEOUT, RedisRegistry
     except ImportError as exc:  # the redis client is an optional extra
         raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
-    return RedisRegistry(url), StoppableRedisManager(url, redis_options={"socket_connect_timeout": 2.0})
+    registry = RedisRegistry(url, prefix=prefix)
+    options = {"socket_connect_timeout": REDIS_TIMEOUT}
+    return registry, StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=options)
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:

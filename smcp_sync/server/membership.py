@@ -114,6 +114,9 @@ class Membership(RegistryListener):
 
     # -- what a registry shared with other Server processes reports ---------------------------
 
+    def locked(self, sid: str) -> threading.Lock:
+        return self._locks(sid)
+
     def session_gone(self, sid: str) -> None:
         self._on_session_gone(sid)
 
@@ -127,6 +130,8 @@ class Membership(RegistryListener):
         self._offices.notify(member.office_id, events.ENTER_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=member.sid)
 
     def member_refused(self, member: Session) -> None:
+        """Its place was taken while Redis had lost it: disconnected, it reconnects and
+        joins again (our clients retry a refused join for a while, README Scale-out)."""
         self._sio.disconnect(member.sid, namespace=NAMESPACE)
 
     def _announce_leave(self, left: Session) -> None:

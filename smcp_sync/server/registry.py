@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import threading
+from typing import Any, ContextManager
 
 import attrs
 
@@ -22,6 +23,11 @@ from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 class RegistryListener(abc.ABC):
     """What a registry shared by several Server processes tells this process about
     sessions of the others (`Membership` implements it)."""
+
+    @abc.abstractmethod
+    def locked(self, sid: str) -> ContextManager[Any]:
+        """The lock held while `sid`'s membership changes: a registry writing members back
+        holds it too, so a write-back never races the session's own join, leave or end."""
 
     @abc.abstractmethod
     def session_gone(self, sid: str) -> None:
