@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ..blobs import chunk_size, from_reader, read_chunk
 from ..blobs.tool_results import spool_oversize
@@ -43,9 +43,7 @@ from ..protocol.models import (
     UpdateComputerConfigReq,
 )
 from .channels.skill_files import inline_body
-
-if TYPE_CHECKING:
-    from .computer import Computer
+from .office_requests import OfficeRequests
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +51,7 @@ Handler = Callable[[Any], Any]
 
 
 class SocketSide:
-    def __init__(self, computer: Computer, reconnect: ReconnectPolicy) -> None:
+    def __init__(self, computer: OfficeRequests, reconnect: ReconnectPolicy) -> None:
         self._computer = computer
         self._reconnect = reconnect
         self._connection: Connection | None = None
