@@ -2,7 +2,7 @@
 on a loopback port. Prints ``{"url": URL, "pid": PID}`` once serving, then serves until
 its stdin closes (then stops cleanly) or it is killed.
 
-    python tests/scale_out/node.py REDIS_URL
+    python tests/scale_out/node.py REDIS_URL [REDIS_PREFIX]
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from smcp_sync import SMCPServer
 
 
 def main() -> None:
-    with SMCPServer(redis_url=sys.argv[1]) as server:
+    prefix = sys.argv[2] if len(sys.argv) > 2 else None
+    with SMCPServer(redis_url=sys.argv[1], redis_prefix=prefix) as server:
         print(json.dumps({"url": server.start(), "pid": os.getpid()}), flush=True)
         sys.stdin.read()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -26,10 +27,13 @@ START_TIMEOUT = 20.0
 
 
 class RedisServer:
-    """A `redis-server` without persistence on 127.0.0.1:`port`, restartable on that port."""
+    """A `redis-server` on 127.0.0.1:`port`, restartable on that port. Without
+    persistence, unless `data_dir` is given: then `snapshot()` saves an RDB file there,
+    which the next `start()` loads (a Redis restored from a snapshot)."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, data_dir: Path | None = None) -> None:
         self.binary = binary
+        self.data_dir = data_dir
         with socket.socket() as probe:  # a free port, kept for restarts
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -45,24 +49,46 @@ class RedisServer:
 
     def start(self) -> None:
         command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        if self.data_dir is not None:
+            command += ["--dir", str(self.data_dir), "--dbfilename", "snapshot.rdb"]
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url, socket_timeout=1.0)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
-                client.ping()
+                self.command("PING")
                 break
             except redis.RedisError:
                 if time.monotonic() > deadline or self._process.poll() is not None:
                     self.stop()
                     raise RuntimeError(f"redis-server did not start on port {self.port}")
                 time.sleep(0.05)
-            finally:
-                client.close()
+
+    def command(self, *args: object) -> object:
+        """One command on a connection of its own (bounded: 5 s)."""
+        client = redis.Redis.from_url(self.url, socket_timeout=5.0, socket_connect_timeout=5.0)
+        try:
+            return client.execute_command(*args)
+        finally:
+            client.close()
+
+    def snapshot(self) -> None:
+        """Save the data now (SAVE); the next `start()` loads it."""
+        assert self.data_dir is not None, "a RedisServer without data_dir has no snapshot"
+        self.command("SAVE")
+
+    def pause(self, seconds: float) -> None:
+        """SIGSTOP the server for `seconds`, then SIGCONT: a Redis that hangs."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            self._process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         process, self._process = self._process, None
         if process is not None:
+            process.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
             process.terminate()
             process.wait(START_TIMEOUT)
 
@@ -72,24 +98,23 @@ def redis_binary() -> str | None:
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[RedisServer]:
+def redis_server(data_dir: Path | None = None) -> Iterator[RedisServer]:
     """A started `RedisServer`; the test skips when there is no `redis-server` binary."""
     binary = redis_binary()
     if binary is None:
         import pytest  # only tests get here
 
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
-    with RedisServer(binary) as server:
+    with RedisServer(binary, data_dir) as server:
         yield server
 
 
 class Node:
     """A Server node process (`node.py`) on `redis_url`; `url` is where it serves."""
 
-    def __init__(self, redis_url: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, NODE, redis_url], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+    def __init__(self, redis_url: str, prefix: str | None = None) -> None:
+        argv = [sys.executable, NODE, redis_url] + ([prefix] if prefix is not None else [])
+        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # bounded: the node prints or dies
         if not line:
@@ -116,12 +141,12 @@ class Node:
 
 
 @contextlib.contextmanager
-def nodes(redis_url: str, count: int) -> Iterator[list[Node]]:
-    """`count` Server nodes sharing `redis_url`, stopped on exit."""
+def nodes(redis_url: str, count: int, prefix: str | None = None) -> Iterator[list[Node]]:
+    """`count` Server nodes sharing `redis_url` (and the deployment `prefix`), stopped on exit."""
     started: list[Node] = []
     try:
         for _ in range(count):
-            started.append(Node(redis_url))
+            started.append(Node(redis_url, prefix))
         yield started
     finally:
         for node in started:
