@@ -4,7 +4,13 @@
 A download whose `sha256` or `total_size` changes between chunks (the source was
 rewritten), or whose bytes do not hash to the announced sha256, is read again from
 offset 0 once; failing again it raises `BlobError` 4018 with `details.reason`
-"integrity" (a reason of ours, found by the Agent, never sent by a Computer).
+"integrity" (a reason of ours, found by the Agent, never sent by a Computer). A chunk
+that starts or ends past the announced `total_size` is refused at once with 4018
+"range": a hostile Computer cannot make the Agent hold more than the size it announced.
+
+A download to a file goes to a temporary file beside it, moved into place
+(`os.replace`) only once the sha256 matched: a failed download leaves an existing file
+as it was.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ import base64
 import binascii
 import hashlib
 import io
+import contextlib
 import os
+import stat
+import uuid
 from pathlib import Path
 from typing import IO, Any, Callable, Union
 
@@ -58,8 +67,8 @@ class BlobMethods:
         timeout: float = DEFAULT_AGENT_REQUEST_TIMEOUT,
     ) -> bytes | Path:
         """The bytes behind `handle` on `computer`, sha256 checked: streamed into the file
-        `path` (returned; removed again if the download fails) or returned as bytes.
-        `timeout` bounds each chunk's request."""
+        `path` (returned; replaced only by a complete, checked download, left as it was
+        if the download fails) or returned as bytes. `timeout` bounds each chunk's request."""
         for attempt in range(_READS):
             target = _Sink(path)
             try:
@@ -161,6 +170,8 @@ class BlobMethods:
                 first = chunk
             elif (chunk.sha256, chunk.total_size) != (first.sha256, first.total_size):
                 raise _Changed(f"blob {handle} changed while it was read")
+            if chunk.chunk_offset > first.total_size:
+                raise _out_of_range(handle, chunk.chunk_offset, first.total_size)
             if chunk.chunk_offset != offset:
                 raise InternalError(f"asked for the chunk at {offset}, got one at {chunk.chunk_offset}")
             try:
@@ -169,6 +180,8 @@ class BlobMethods:
                 raise InternalError(f"chunk at {offset} of blob {handle} is not base64") from None
             if not data and not chunk.eof:
                 raise InternalError(f"empty chunk at {offset} of blob {handle} before its end")
+            if offset + len(data) > first.total_size:
+                raise _out_of_range(handle, offset + len(data), first.total_size)
             digest.update(data)
             sink.write(data)
             offset += len(data)
@@ -181,11 +194,19 @@ class BlobMethods:
 
 
 class _Sink:
-    """Where a download goes: a file (removed on failure) or memory."""
+    """Where a download goes: memory, or a temporary file beside `path` that replaces
+    `path` only in `result()` (after the sha256 check), so a failure never touches it."""
 
     def __init__(self, path: PathLike | None) -> None:
         self._path = None if path is None else Path(path)
-        self._file: IO[bytes] | None = None if self._path is None else open(self._path, "wb")  # noqa: SIM115
+        self._file: IO[bytes] | None = None
+        self._part: Path | None = None
+        if self._path is not None:
+            self._part = self._path.with_name(f".{self._path.name}.{uuid.uuid4().hex[:12]}.part")
+            descriptor = os.open(self._part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            self._file = os.fdopen(descriptor, "wb")
+            with contextlib.suppress(FileNotFoundError):  # keep the mode of the file it replaces
+                os.chmod(descriptor, stat.S_IMODE(self._path.stat().st_mode))
         self._memory = bytearray()
 
     def write(self, data: bytes) -> None:
@@ -197,16 +218,21 @@ class _Sink:
     def result(self) -> bytes | Path:
         if self._file is None:
             return bytes(self._memory)
+        assert self._path is not None and self._part is not None
         self._file.close()
-        assert self._path is not None
+        os.replace(self._part, self._path)
         return self._path
 
     def discard(self) -> None:
         if self._file is not None:
+            assert self._part is not None
             self._file.close()
-            assert self._path is not None
-            self._path.unlink(missing_ok=True)
+            self._part.unlink(missing_ok=True)
 
+
+def _out_of_range(handle: str, offset: int, total_size: int) -> BlobError:
+    return BlobError(f"blob {handle}: a chunk reaches offset {offset}, past its total_size {total_size}",
+                     code=ErrorCode.BLOB_NOT_ACCESSIBLE, details={"reason": "range"})
 
 
 def _file_name(handle: str) -> str:
