@@ -26,6 +26,7 @@ import functools
 import logging
 from typing import Any, Callable, Mapping
 
+from ..connection.credentials import AuthSource
 from ..connection.session import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_JOIN_TIMEOUT,
@@ -82,14 +83,15 @@ _REFETCH_SKILLS = frozenset({events.ENTER_OFFICE_NOTIFICATION, events.UPDATE_SKI
 
 class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     """An Agent named `name`; `auth` is the Socket.IO auth dict (e.g. ``{"token": key}``;
-    `client_auth.key_auth(key)` puts it in every field a Server may read), `headers` extra
-    HTTP headers for the connect request (e.g. ``{"access_token": key}`` for an official
-    0.1.x Server)."""
+    `client_auth.key_auth(key)` puts it in every field a Server may read) or a callable
+    returning it, asked again at every connect and reconnect (a token that rotates);
+    `headers` extra HTTP headers for the connect request (e.g. ``{"access_token": key}``
+    for an official 0.1.x Server)."""
 
     def __init__(
         self,
         name: str,
-        auth: Mapping[str, Any] | None = None,
+        auth: AuthSource = None,
         *,
         headers: Mapping[str, str] | None = None,
         prefetch_desktop: bool = False,

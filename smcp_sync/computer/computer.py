@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
+from ..connection.credentials import AuthSource
 from ..connection.session import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -240,13 +241,14 @@ class Computer:
         self,
         url: str,
         office_id: str,
-        auth: Mapping[str, Any] | None = None,
+        auth: AuthSource = None,
         timeout: float = 10.0,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         """Connect to a Server and join `office_id` (starting the Computer if needed).
-        `auth` is the Socket.IO auth dict, `headers` extra HTTP headers (as for `Agent`).
+        `auth` is the Socket.IO auth dict or a callable returning it, asked again at every
+        reconnect; `headers` extra HTTP headers (as for `Agent`).
         A refused connection or join raises the matching `SMCPError` (4008: the Server
         speaks another protocol version); after a dropped connection the Computer
         reconnects and re-joins by itself."""

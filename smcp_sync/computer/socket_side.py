@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 from ..blobs import chunk_size, from_reader, read_chunk
 from ..blobs.tool_results import spool_oversize
+from ..connection.credentials import AuthSource
 from ..connection.session import Connection, NotConnectedError, ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire, to_wire
@@ -73,7 +74,7 @@ class SocketSide:
         }
 
     def connect(
-        self, url: str, office_id: str, auth: Mapping[str, Any] | None, headers: Mapping[str, str] | None, timeout: float
+        self, url: str, office_id: str, auth: AuthSource, headers: Mapping[str, str] | None, timeout: float
     ) -> None:
         connection = Connection("computer", self._computer.name, auth=auth, headers=headers, reconnect=self._reconnect)
         for event, handler in self._handlers.items():

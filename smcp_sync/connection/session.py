@@ -71,6 +71,7 @@ from ..protocol.errors import AuthError, BadRequestError, InternalError, SMCPErr
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
+from .credentials import AuthSource, ConnectAuth
 
 logger = logging.getLogger(__name__)
 
@@ -285,13 +286,13 @@ class Connection:
         role: Role,
         name: str,
         *,
-        auth: Mapping[str, Any] | None = None,
+        auth: AuthSource = None,
         headers: Mapping[str, str] | None = None,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
     ):
         self.role = role
         self.name = name
-        self._auth = dict(auth) if auth is not None else None
+        self._auth = ConnectAuth(auth, f"{role} {name!r}")
         self._headers = checked_headers(headers)
         self._reconnect = reconnect
         self._handlers: dict[str, Callable[..., Any]] = {}
@@ -389,7 +390,7 @@ class Connection:
             client.connect(
                 handshake_url(url, self._handshake_query()),
                 headers=self._headers,
-                auth=self._auth,
+                auth=self._auth.for_client(),
                 transports=["websocket"],
                 namespaces=[events.NAMESPACE],
                 wait_timeout=timeout,
@@ -398,6 +399,8 @@ class Connection:
             with self._state_changed:
                 self._state = self._DISCONNECTED
             self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
+            if self._auth.failure is not None:
+                raise AuthError(f"cannot connect to {url}: {self._auth.failure}") from None
             raise self._connect_failure(url, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
 
