@@ -18,10 +18,9 @@ from typing import Iterator, NoReturn, Sequence
 
 from .._version import __version__
 from . import agent, computer, demo, server
+from .exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 COMMANDS = (demo, server, computer, agent)
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 DEFAULT_LOG_LEVEL = "WARNING"

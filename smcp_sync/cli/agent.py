@@ -38,6 +38,7 @@ from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet, GetSkillRet
 from ..protocol.skill_mime import is_text_mime
 from .blob import add_blob_parser, blob_summary, run_blob
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .options import (
     add_client_auth,
     add_json,
@@ -102,7 +103,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
 
     try:
         params = json.loads(args.params) if args.action == "call" else None

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail, failure
 from .signals import Terminated, sigterm_raises, wait_for_signals
 from .waiting import terminal, waiting
@@ -70,7 +71,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from ..computer import ServersNotStartedError
-    from . import EXIT_FAILURE, EXIT_OK, EXIT_USAGE  # here: the package imports this module
 
     try:
         computer = _configured_computer(args)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..demo import DEFAULT_OFFICE
 from ..protocol.errors import SMCPError
+from .exit_codes import EXIT_FAILURE, EXIT_OK
 from .options import add_json, add_timeout, fail, port_number, port_problem
 from .signals import Terminated, sigterm_raises, wait_for_signals
 from .waiting import terminal, waiting
@@ -66,7 +67,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import EXIT_FAILURE, EXIT_OK  # here: the package imports this module
     try:  # here: the other commands need no MCP SDK (~1 s); and the demo's Server the `server` extra
         from ..demo.display import JsonDisplay, TextDisplay
         from ..demo.stage import DemoStage, StageSettings

@@ -19,6 +19,7 @@ from ..server.limits import (
     DEFAULT_MAX_SEND_BACKLOG,
     DEFAULT_SERVE_THREADS,
 )
+from .exit_codes import EXIT_FAILURE, EXIT_OK
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
 
 
@@ -111,7 +112,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import EXIT_FAILURE, EXIT_OK  # here: the package imports this module
 
     try:
         from ..server.app import SMCPServer  # here: the `server` extra, which agent/computer need not

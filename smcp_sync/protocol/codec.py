@@ -7,11 +7,14 @@ keys are ignored; renamed keys (`isError`, `_meta`...) and input aliases come fr
 metadata; unions are tagged by `type` (or by key presence for resource contents).
 Anything that does not fit raises `BadRequestError` (400) naming each offending field
 by its wire path.
+
+The codec knows no model: a model whose wire form needs a hook of its own (a tagged
+union, a duration, a list shown as a table) registers it on `converter` in its own
+module (`register_tagged_union` for unions), so imports go one way, models -> codec.
 """
 
 from __future__ import annotations
 
-import datetime
 import math
 import types
 import typing
@@ -20,17 +23,12 @@ from typing import Any, Callable, TypeVar, overload
 
 import attrs
 import cattrs
-import pydantic
 from cattrs.cols import list_structure_factory
 from cattrs.errors import BaseValidationError, ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
 
 from .errors import BadRequestError
-from .models.config import IsoDuration, MCPServerConfig, MCPServerInput, PickStringChoice, PickStringOption
-from .models._display import SessionList, ToolList
-from .models.content import BlobResourceContents, ContentBlock, ResourceContents, TextResourceContents
-from .models.resources import CompletionReference
 
 T = TypeVar("T")
 
@@ -103,44 +101,17 @@ def _is_json_typed(type_: Any) -> bool:
 # valid but deep tool result hits the recursion limit) and time on multi-MB pages.
 converter.register_unstructure_hook_func(_is_json_typed, lambda value: value)
 
-# What the Agent returns for display (`ToolList`, `SessionList`): lists on the wire.
-converter.register_unstructure_hook_func(
-    lambda t: isinstance(t, type) and issubclass(t, (ToolList, SessionList)), lambda value: [converter.unstructure(v) for v in value]
-)
-
-
-def _shown(value: Any, limit: int = 40) -> str:
+def shown(value: Any, limit: int = 40) -> str:
     """A value quoted in an error message, cut short: messages go on the wire."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_TIMEDELTA = pydantic.TypeAdapter(datetime.timedelta)
-
-
-def _structure_duration(value: Any, _: Any) -> float:
-    """Seconds from a number or an ISO 8601 duration (what pydantic writes for timedelta)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise WireValueError(f"expected seconds or an ISO 8601 duration, got {type(value).__name__}")
-    try:
-        return IsoDuration(_TIMEDELTA.validate_python(value).total_seconds())
-    except pydantic.ValidationError:
-        raise WireValueError(f"invalid duration {_shown(value)}; use seconds or ISO 8601 like 'PT30S'") from None
-
-
-def _unstructure_duration(seconds: float) -> str:
-    iso: str = _TIMEDELTA.dump_python(datetime.timedelta(seconds=seconds), mode="json")
-    return iso
-
-
-converter.register_structure_hook(IsoDuration, _structure_duration)
-converter.register_unstructure_hook(IsoDuration, _unstructure_duration)
-
-
 # -- unions --------------------------------------------------------------------------
 
 
-def _register_tagged_union(union: Any, tag: str = "type") -> None:
+def register_tagged_union(union: Any, tag: str = "type") -> None:
+    """Structure `union` (of attrs classes) by the value of each member's `tag` field."""
     by_tag = {attrs.fields_dict(cls)[tag].default: cls for cls in typing.get_args(union)}
     expected = ", ".join(repr(t) for t in by_tag)
 
@@ -149,36 +120,10 @@ def _register_tagged_union(union: Any, tag: str = "type") -> None:
             raise WireValueError(f"expected an object, got {type(value).__name__}")
         cls = by_tag.get(value.get(tag))
         if cls is None:
-            raise WireValueError(f"unknown {tag} {_shown(value.get(tag))}; expected one of {expected}")
+            raise WireValueError(f"unknown {tag} {shown(value.get(tag))}; expected one of {expected}")
         return converter.structure(value, cls)
 
     converter.register_structure_hook(union, structure)
-
-
-for _union in (ContentBlock, MCPServerConfig, MCPServerInput, CompletionReference):
-    _register_tagged_union(_union)
-
-
-def _structure_resource_contents(value: Any, _: Any) -> Any:
-    if isinstance(value, Mapping) and "blob" in value:
-        return converter.structure(value, BlobResourceContents)
-    if isinstance(value, Mapping) and "text" in value:
-        return converter.structure(value, TextResourceContents)
-    raise WireValueError("expected resource contents with a 'text' or 'blob' field")
-
-
-converter.register_structure_hook(ResourceContents, _structure_resource_contents)
-
-
-def _structure_pick_choice(value: Any, _: Any) -> Any:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return converter.structure(value, PickStringOption)
-    raise WireValueError(f"expected a string or a {{label, value}} object, got {type(value).__name__}")
-
-
-converter.register_structure_hook(PickStringChoice, _structure_pick_choice)
 
 
 # -- attrs classes -------------------------------------------------------------------

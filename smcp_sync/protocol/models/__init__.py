@@ -1,6 +1,6 @@
 """attrs models of every A2C-SMCP wire structure (spec/data-structures.md + DESIGN §3)."""
 
-from ._display import MarkdownText, SessionList, ToolList
+from ._display import MarkdownText
 from .blobs import (
     META_BLOB_HANDLE,
     META_SHA256,
@@ -81,6 +81,7 @@ from .room import (
     ListRoomRet,
     Role,
     SessionInfo,
+    SessionList,
     UpdateComputerConfigReq,
     UpdateMCPConfigNotification,
     UpdateToolListNotification,
@@ -101,6 +102,7 @@ from .tools import (
     GetToolsRet,
     SMCPTool,
     ToolCallReq,
+    ToolList,
     ToolMeta,
 )
 

@@ -2,8 +2,8 @@
 
 Jupyter shows an object by its `_repr_html_` / `_repr_markdown_` when it has one. The
 models whose answers people read (a Finder page, a document, a tool result) get them, and
-`ToolList` / `SessionList` (what `Agent.get_tools` and `Agent.list_room` return: plain
-lists otherwise) show as a table. Every value comes from a peer, so the HTML escapes it
+`ToolList` / `SessionList` (what `Agent.get_tools` and `Agent.list_room` return, kept
+beside their models: plain lists otherwise) show as a table made here. Every value comes from a peer, so the HTML escapes it
 and the Markdown escapes the characters that would otherwise be markup (``|``, ``<``,
 ``&``, backticks...). Plain reprs name the type and the few fields that tell instances
 apart, never a whole schema or catalogue.
@@ -13,11 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
-
-if TYPE_CHECKING:
-    from .room import SessionInfo
-    from .tools import SMCPTool
+from typing import Any, Iterable, Sequence
 
 #: Characters of a cell value shown before it is cut with an ellipsis.
 CELL_WIDTH = 120
@@ -78,38 +74,6 @@ def _markdown_cell(value: Any) -> str:
     return markdown_escape(_cell_text(value))
 
 
-class ToolList(list["SMCPTool"]):
-    """`Agent.get_tools`' answer: a list of `SMCPTool`, shown as a table."""
-
-    def __repr__(self) -> str:
-        return f"ToolList({len(self)} tools: {named(tool.name for tool in self)})"
-
-    def _rows(self) -> list[tuple[Any, ...]]:
-        return [(tool.name, tool.bundle_id, _first_line(tool.description)) for tool in self]
-
-    def _repr_html_(self) -> str:
-        return html_table(("name", "MCP server", "description"), self._rows(), f"{len(self)} tools")
-
-    def _repr_markdown_(self) -> str:
-        return markdown_table(("name", "MCP server", "description"), self._rows(), f"{len(self)} tools")
-
-
-class SessionList(list["SessionInfo"]):
-    """`Agent.list_room`'s answer: a list of `SessionInfo`, shown as a table."""
-
-    def __repr__(self) -> str:
-        return f"SessionList({len(self)} sessions: {named(f'{s.role} {s.name}' for s in self)})"
-
-    def _rows(self) -> list[tuple[Any, ...]]:
-        return [(s.role, s.name, s.sid, s.a2c_version) for s in self]
-
-    def _repr_html_(self) -> str:
-        return html_table(("role", "name", "sid", "a2c_version"), self._rows(), f"{len(self)} sessions")
-
-    def _repr_markdown_(self) -> str:
-        return markdown_table(("role", "name", "sid", "a2c_version"), self._rows(), f"{len(self)} sessions")
-
-
 class MarkdownText(str):
     """A page, document or element rendered as Markdown (``format="markdown"``): a `str`
     that Jupyter displays as Markdown."""
@@ -118,6 +82,6 @@ class MarkdownText(str):
         return str(self)
 
 
-def _first_line(text: str | None) -> str:
+def first_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[0] if lines else ""

@@ -7,8 +7,12 @@ unchanged. Defaults match that SDK (which takes them from the MCP SDK's paramete
 
 from __future__ import annotations
 
-from typing import Any, Literal, NewType, Union
+import datetime
+from typing import Any, Literal, Mapping, NewType, Union
 
+import pydantic
+
+from ..codec import WireValueError, converter, register_tagged_union, shown
 from ._fields import empty_dict, empty_list, field, wire_model
 from .tools import ToolMeta
 
@@ -147,3 +151,38 @@ class GetComputerConfigRet:
     inputs: list[MCPServerInput] | None = None
     #: Our addition: human-readable problems (tool-name clashes, servers down).
     diagnostics: list[str] | None = None
+
+
+# -- wire hooks ------------------------------------------------------------------------
+
+_TIMEDELTA = pydantic.TypeAdapter(datetime.timedelta)
+
+
+def _structure_duration(value: Any, _: Any) -> float:
+    """Seconds from a number or an ISO 8601 duration (what pydantic writes for timedelta)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise WireValueError(f"expected seconds or an ISO 8601 duration, got {type(value).__name__}")
+    try:
+        return IsoDuration(_TIMEDELTA.validate_python(value).total_seconds())
+    except pydantic.ValidationError:
+        raise WireValueError(f"invalid duration {shown(value)}; use seconds or ISO 8601 like 'PT30S'") from None
+
+
+def _unstructure_duration(seconds: float) -> str:
+    iso: str = _TIMEDELTA.dump_python(datetime.timedelta(seconds=seconds), mode="json")
+    return iso
+
+
+def _structure_pick_choice(value: Any, _: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return converter.structure(value, PickStringOption)
+    raise WireValueError(f"expected a string or a {{label, value}} object, got {type(value).__name__}")
+
+
+converter.register_structure_hook(IsoDuration, _structure_duration)
+converter.register_unstructure_hook(IsoDuration, _unstructure_duration)
+converter.register_structure_hook(PickStringChoice, _structure_pick_choice)
+register_tagged_union(MCPServerConfig)
+register_tagged_union(MCPServerInput)

@@ -7,8 +7,9 @@ SDKs that dump pydantic models without aliases emit it.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal, Mapping, Union
 
+from ..codec import WireValueError, converter, register_tagged_union
 from ._fields import field, wire_model
 
 
@@ -100,3 +101,16 @@ class ResourceLink(Resource):
 #: Tagged by `type`.
 ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
 
+
+
+def _structure_resource_contents(value: Any, _: Any) -> Any:
+    """Resource contents are told apart by which of `blob` and `text` they carry."""
+    if isinstance(value, Mapping) and "blob" in value:
+        return converter.structure(value, BlobResourceContents)
+    if isinstance(value, Mapping) and "text" in value:
+        return converter.structure(value, TextResourceContents)
+    raise WireValueError("expected resource contents with a 'text' or 'blob' field")
+
+
+converter.register_structure_hook(ResourceContents, _structure_resource_contents)
+register_tagged_union(ContentBlock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Union
 
+from ..codec import register_tagged_union
 from ._fields import empty_list, field, wire_model
 from .content import Resource, ResourceContents
 
@@ -100,6 +101,7 @@ class PromptReference:
 
 
 CompletionReference = Union[ResourceTemplateReference, PromptReference]
+register_tagged_union(CompletionReference)
 
 
 @wire_model

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+from ..codec import converter
+from ._display import html_table, markdown_table, named
 from ._fields import wire_model
 
 Role = Literal["computer", "agent"]
@@ -80,3 +82,23 @@ class UpdateComputerConfigReq:
 
 UpdateMCPConfigNotification = UpdateComputerConfigReq
 UpdateToolListNotification = UpdateComputerConfigReq
+
+
+class SessionList(list[SessionInfo]):
+    """`Agent.list_room`'s answer: a list of `SessionInfo`, shown as a table."""
+
+    def __repr__(self) -> str:
+        return f"SessionList({len(self)} sessions: {named(f'{s.role} {s.name}' for s in self)})"
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        return [(s.role, s.name, s.sid, s.a2c_version) for s in self]
+
+    def _repr_html_(self) -> str:
+        return html_table(("role", "name", "sid", "a2c_version"), self._rows(), f"{len(self)} sessions")
+
+    def _repr_markdown_(self) -> str:
+        return markdown_table(("role", "name", "sid", "a2c_version"), self._rows(), f"{len(self)} sessions")
+
+
+# A list on the wire.
+converter.register_unstructure_hook(SessionList, lambda value: [converter.unstructure(v) for v in value])

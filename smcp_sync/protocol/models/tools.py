@@ -6,7 +6,8 @@ import html
 import json
 from typing import Any
 
-from ._display import shorten
+from ..codec import converter, from_wire
+from ._display import first_line, html_table, markdown_table, named, shorten
 from ._fields import as_dict, empty_list, field, fields_of, wire_model
 from .content import ContentBlock, TextContent
 
@@ -58,8 +59,6 @@ class SMCPTool:
             return None
         if not isinstance(data, dict):
             return None
-        from ..codec import from_wire  # local: the codec imports the models
-
         try:
             return from_wire(ToolMeta, data)
         except Exception:
@@ -125,3 +124,23 @@ class CallToolResult:
     def failure(cls, code: int, message: str, **markers: Any) -> CallToolResult:
         """An `isError` result for failures the Computer detects (DESIGN §3)."""
         return cls(content=[TextContent(text=message)], is_error=True, meta={"error_code": int(code), **markers})
+
+
+class ToolList(list[SMCPTool]):
+    """`Agent.get_tools`' answer: a list of `SMCPTool`, shown as a table."""
+
+    def __repr__(self) -> str:
+        return f"ToolList({len(self)} tools: {named(tool.name for tool in self)})"
+
+    def _rows(self) -> list[tuple[Any, ...]]:
+        return [(tool.name, tool.bundle_id, first_line(tool.description)) for tool in self]
+
+    def _repr_html_(self) -> str:
+        return html_table(("name", "MCP server", "description"), self._rows(), f"{len(self)} tools")
+
+    def _repr_markdown_(self) -> str:
+        return markdown_table(("name", "MCP server", "description"), self._rows(), f"{len(self)} tools")
+
+
+# A list on the wire.
+converter.register_unstructure_hook(ToolList, lambda value: [converter.unstructure(v) for v in value])
