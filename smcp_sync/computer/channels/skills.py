@@ -32,7 +32,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
@@ -146,12 +146,13 @@ class Stager:
             try:
                 if not isinstance(root, PackageRoot):
                     raise BadRequestError("it is no longer listed as a package root")
+                package_parts(uri)
                 folder = self._materialize(server, uri, root)
                 staged.append(StagedSkill(_mcp_ref(server, uri, root, folder), folder))
             except SMCPError as exc:
                 staged.append(exc)
             except (OSError, ValueError) as exc:  # ValueError: a file that is not base64
-                staged.append(BadRequestError(f"cannot stage it: {exc}"))
+                staged.append(BadRequestError(f"cannot stage it: {_why(exc)}"))
         return staged
 
     def _materialize(self, server: str, uri: str, root: PackageRoot) -> Path:
@@ -166,19 +167,22 @@ class Stager:
         return self._unpack_archive(server, uri, root.meta)
 
     def _write_files(self, server: str, uri: str, files: Sequence[str]) -> Path:
-        """The package written to ``<home>/mcp/<server>/<digest>/<leaf>/``, `digest` from
-        its contents: a package staged again unchanged is not rewritten, a changed one goes
+        """The package written (`_stage`) under a folder named from a digest of its
+        contents: a package staged again unchanged is not rewritten, a changed one goes
         to a new folder, so a reader never sees one half written. A new folder is made
         under a temporary name and renamed into place (two stagings at once: one wins)."""
         contents = self._read_files(server, uri, files)
         digest = hashlib.sha256()
         for parts, data in contents:
             digest.update(f"{'/'.join(parts)}\0{len(data)}\0".encode() + data)
-        return self._stage(server, _path_of(uri).split("/", 1)[0], digest.hexdigest(), contents)
+        return self._stage(server, package_parts(uri)[0], digest.hexdigest(), contents)
 
     def _stage(self, server: str, leaf: str, digest: str, contents: Sequence[tuple[tuple[str, ...], bytes]]) -> Path:
+        """`contents` written to ``<home>/mcp/<server>/<folder>/<leaf>/``, `folder` from the
+        package's `digest` and `leaf` both: the same files listed under another URI (another
+        leaf) stage to a folder of their own."""
         parent = self._home.folder() / "mcp" / server
-        staged = parent / digest[:24]
+        staged = parent / hashlib.sha256(f"{leaf}\0{digest}".encode()).hexdigest()[:24]
         if (staged / leaf).is_dir():
             return staged / leaf
         parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -199,7 +203,7 @@ class Stager:
 
     def _unpack_archive(self, server: str, uri: str, meta: Mapping[str, Any]) -> Path:
         digest, files = fetch_archive(meta, self._timeout)
-        return self._stage(server, _path_of(uri).split("/", 1)[0], digest, files)
+        return self._stage(server, package_parts(uri)[0], digest, files)
 
     def _read_files(self, server: str, uri: str, files: Sequence[str]) -> list[tuple[tuple[str, ...], bytes]]:
         """Each file under the root `uri`: its path parts inside the package and bytes."""
@@ -207,10 +211,9 @@ class Stager:
         for file_uri, answer in zip(files, self._manager.read_resources(server, files, self._timeout)):
             if isinstance(answer, SMCPError):
                 raise answer
-            rel_path = _path_of(file_uri)[len(_path_of(uri)) + 1 :]
-            parts = PurePosixPath(rel_path).parts
-            if not parts or ".." in parts or PurePosixPath(rel_path).is_absolute():
-                raise BadRequestError(f"{file_uri} names no file inside the package")
+            parts = package_parts(file_uri)[len(package_parts(uri)) :]
+            if not parts:
+                raise BadRequestError(f"{file_uri:.200} names no file inside the package")
             contents.append((parts, b"".join(_bytes_of(item) for item in answer)))
         return contents
 
@@ -330,6 +333,21 @@ def _path_of(uri: str) -> str:
         return unquote(urlsplit(uri).path).strip("/")
     except ValueError:
         return ""
+
+
+def package_parts(uri: str) -> tuple[str, ...]:
+    """The decoded path components of a package URI (``skill://host/a/b`` -> ``("a",
+    "b")``); `BadRequestError` for one that could name a folder other than itself once
+    written to disk: empty, ``.``, ``..`` (``%2E%2E`` too), or holding a backslash or NUL."""
+    parts = tuple(_path_of(uri).split("/"))
+    if any(part in ("", ".", "..") or "\\" in part or "\x00" in part for part in parts):
+        raise BadRequestError(f"{uri:.200} has a path component that is empty, '.' or '..'")
+    return parts
+
+
+def _why(exc: Exception) -> str:
+    """An OS or decoding failure said without the paths it names (they are the Computer's)."""
+    return str(getattr(exc, "strerror", None) or getattr(exc, "reason", None) or type(exc).__name__)
 
 
 def _is_under(uri: str, root: str) -> bool:

@@ -1,0 +1,67 @@
+"""Issue 21's skill findings, each through a Computer hosting real MCP servers (child
+processes serving `skill://` packages from a state file): what a hostile URI may write,
+what an orphaned skill's handle serves, how front matter is read, how the warm-up and
+`close()` treat a slow archive download, and the limits of a package."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
+
+from smcp_sync import Computer
+from smcp_sync.computer import allow_all
+
+pytestmark = pytest.mark.timeout(90)
+
+NOTES_MD = "---\nname: notes\ndescription: Keeps notes\n---\nWrite things down.\n"
+
+
+def served_package(host: str, path: str, files: dict[str, str]) -> list[dict[str, Any]]:
+    """State entries of a ``resources``-mode package at ``skill://host/path``."""
+    root = f"skill://{host}/{path}"
+    return [{"uri": root, "name": path, "_meta": {"source": "resources"}}] + [
+        {"uri": f"{root}/{rel}", "name": rel, "text": text} for rel, text in files.items()
+    ]
+
+
+def skill_server(tmp_path: Path, name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    state = tmp_path / f"{name}.json"
+    write_state(state, entries)
+    return stdio_config(name, "--state", str(state), script=RESOURCE_SERVER)
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_package_uri_decoding_to_dot_or_dot_dot_writes_nothing_outside_its_folder(tmp_path: Path) -> None:
+    entries = [
+        *served_package("evil", "%2E%2E", {"SKILL.md": NOTES_MD}),
+        *served_package("evil", "%2e", {"SKILL.md": NOTES_MD.replace("notes", "dot")}),
+        *served_package("evil", "sneaky", {"SKILL.md": NOTES_MD.replace("notes", "sneaky"),
+                                           "%2E%2E/%2E%2E/escaped.md": "out\n"}),
+        *served_package("evil", "fine", {"SKILL.md": NOTES_MD.replace("notes", "fine")}),
+    ]
+    home = tmp_path / "home"
+    with Computer("c", [skill_server(tmp_path, "evil", entries)], policy=FAST, skill_home=home,
+                  confirm=allow_all) as computer:
+        assert [skill.name for skill in computer.skills()] == ["mcp:evil:fine"]
+        staged = files_under(home)
+    [fine] = [p for p in staged]
+    assert fine.relative_to(home / "mcp" / "evil").parts[1:] == ("fine", "SKILL.md")
+
+
+def test_a_package_relisted_under_another_uri_is_staged_and_no_log_line_shows_a_host_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    for leaf in ("first", "second"):  # the same files, listed under another URI by the next run
+        server = skill_server(tmp_path, "pkgs", served_package("pkgs", leaf, {"SKILL.md": NOTES_MD, "a.md": "A\n"}))
+        with Computer("c", [server], policy=FAST, skill_home=home, confirm=allow_all) as computer:
+            [skill] = computer.skills()
+            assert (skill.name, Path(skill.path).name) == ("mcp:pkgs:notes", leaf)
+            assert computer.skill_resource("mcp:pkgs:notes", "a.md").read(0, 10) == b"A\n"
+    assert not [r.getMessage() for r in caplog.records if str(tmp_path) in r.getMessage()]
