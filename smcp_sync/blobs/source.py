@@ -70,8 +70,10 @@ def from_path(path: str | os.PathLike[str]) -> BlobSource:
     return source
 
 
-def from_reader(size: int, read: RangeReader, sha256: str | None = None) -> BlobSource:
-    return BlobSource(size, read, sha256)
+def from_reader(size: int, read: RangeReader, sha256: str | None = None, *, in_memory: bool = False) -> BlobSource:
+    """`in_memory`: `read` serves bytes the producer holds in memory (they count against
+    `BlobHandles.max_memory`)."""
+    return BlobSource(size, read, sha256, in_memory=in_memory)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

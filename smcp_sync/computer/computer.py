@@ -324,7 +324,7 @@ class Computer:
         4016 for a malformed name, 4014 for an unknown one, 4017 for a path outside the
         package, a forbidden or missing file, or one over `skill_max_size`."""
         self._require_started()
-        return find_resource(self._current_skills(), name, rel_path, self._skill_max_size)
+        return find_resource(self._current_skills(), name, rel_path, self._skill_max_size, self._watch.current_servers)
 
     def _current_skills(self) -> list[StagedSkill]:
         return current_skills(self._skills, self._watch.current_servers(), self._user_skills)

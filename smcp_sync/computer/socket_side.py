@@ -179,7 +179,7 @@ class SocketSide:
         body = inline_body(resource, self._computer.skill_inline_budget)
         handle = None
         if body is None:
-            source = from_reader(resource.total_size, resource.read, resource.sha256)
+            source = from_reader(resource.total_size, resource.read, resource.sha256, in_memory=resource.in_memory)
             minted = self._computer.blobs.mint(
                 source, office_id=self.office_id, agent=request.agent, mime_type=resource.mime_type
             )

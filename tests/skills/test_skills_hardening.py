@@ -10,13 +10,18 @@ from typing import Any
 
 import pytest
 from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
+from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync import Computer
+from smcp_sync.blobs import BlobHandles
 from smcp_sync.computer import allow_all
+from smcp_sync.protocol.errors import BlobError
 
 pytestmark = pytest.mark.timeout(90)
 
+T = 20.0
 NOTES_MD = "---\nname: notes\ndescription: Keeps notes\n---\nWrite things down.\n"
+BIG = "x" * 100_000 + "\n"  # over the inline budget: served through a blob handle
 
 
 def served_package(host: str, path: str, files: dict[str, str]) -> list[dict[str, Any]]:
@@ -65,3 +70,35 @@ def test_a_package_relisted_under_another_uri_is_staged_and_no_log_line_shows_a_
             assert (skill.name, Path(skill.path).name) == ("mcp:pkgs:notes", leaf)
             assert computer.skill_resource("mcp:pkgs:notes", "a.md").read(0, 10) == b"A\n"
     assert not [r.getMessage() for r in caplog.records if str(tmp_path) in r.getMessage()]
+
+
+def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -> None:
+    server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": NOTES_MD, "big.txt": BIG}))
+    with serving() as smcp, \
+            connected_computer("c", [server], smcp.url, "orphans", timeout=T, policy=FAST,
+                               skill_home=tmp_path / "home") as computer, \
+            joined_agent("reader", smcp.url, "orphans", timeout=T) as agent:
+        handle = agent.get_skill("c", "mcp:remote:notes", "big.txt", timeout=T).blob_handle
+        assert agent.get_blob("c", handle, timeout=T) == BIG.encode()
+        computer.stop_server("remote")
+        with pytest.raises(BlobError) as caught:
+            agent.get_blob("c", handle, timeout=T)
+        assert (caught.value.code, caught.value.details["reason"]) == (4018, "gone")
+        computer.start_server("remote", timeout=T)
+        assert agent.get_blob("c", handle, timeout=T) == BIG.encode()  # offered again: readable again
+
+
+def test_skill_md_handles_count_against_the_blob_memory_bound(tmp_path: Path) -> None:
+    long_md = NOTES_MD + "More words. " * 50  # ~630 bytes once its front matter is stripped
+    server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": long_md}))
+    with serving() as smcp, \
+            connected_computer("c", [server], smcp.url, "memory", timeout=T, policy=FAST, skill_inline_budget=100,
+                               skill_home=tmp_path / "home") as computer, \
+            joined_agent("reader", smcp.url, "memory", timeout=T) as agent:
+        computer.blobs = BlobHandles(max_memory=1000)  # room for one SKILL.md held in memory, not two
+        first = agent.get_skill("c", "mcp:remote:notes", timeout=T).blob_handle
+        second = agent.get_skill("c", "mcp:remote:notes", timeout=T).blob_handle
+        assert agent.get_blob("c", second, timeout=T) == long_md.split("---\n", 2)[2].encode()
+        with pytest.raises(BlobError) as caught:
+            agent.get_blob("c", first, timeout=T)
+        assert (caught.value.code, caught.value.details["reason"]) == (4018, "gone")

@@ -107,10 +107,25 @@ class SkillResource:
     total_size: int
     sha256: str
     read: Callable[[int, int], bytes] = attrs.field(repr=False, eq=False)
+    #: Whether `read` serves bytes held in memory (SKILL.md without its front matter):
+    #: a blob handle for them counts against the handles' memory bound.
+    in_memory: bool = False
 
     @property
     def is_text(self) -> bool:
         return is_text_mime(self.mime_type)
+
+    def readable_while(self, alive: Callable[[], bool]) -> SkillResource:
+        """This resource, whose reads fail with `OSError` once `alive()` is false (its
+        skill orphaned): a blob handle minted for it then answers 4018 gone."""
+        read = self.read
+
+        def guarded(offset: int, length: int) -> bytes:
+            if not alive():
+                raise OSError(f"the skill of {self.rel_path} is no longer offered")
+            return read(offset, length)
+
+        return attrs.evolve(self, read=guarded)
 
 
 def inline_body(resource: SkillResource, budget: int) -> str | None:
@@ -155,7 +170,8 @@ def skill_resource(root: Path, rel_path: str, max_size: int) -> SkillResource:
                 body = split_skill_md(file.read().decode("utf-8", errors="replace"))[1].encode("utf-8")
                 _check_size(rel_path, len(body), max_size)
                 return SkillResource(
-                    rel_path, "text/markdown", len(body), hashlib.sha256(body).hexdigest(), lambda o, n: body[o : o + n]
+                    rel_path, "text/markdown", len(body), hashlib.sha256(body).hexdigest(), lambda o, n: body[o : o + n],
+                    in_memory=True,
                 )
             size = os.fstat(file.fileno()).st_size
             _check_size(rel_path, size, max_size)

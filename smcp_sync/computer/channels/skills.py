@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
 import attrs
@@ -69,10 +69,12 @@ class PackageRoot:
 
 @attrs.frozen
 class StagedSkill:
-    """A skill and the local package folder it is read from."""
+    """A skill and the local package folder it is read from; `server`: the MCP server
+    (bundle id) that offers it, None for the user's own."""
 
     ref: A2CSkillRef
     root: Path
+    server: str | None = None
 
 
 def skills_channel(
@@ -148,7 +150,7 @@ class Stager:
                     raise BadRequestError("it is no longer listed as a package root")
                 package_parts(uri)
                 folder = self._materialize(server, uri, root)
-                staged.append(StagedSkill(_mcp_ref(server, uri, root, folder), folder))
+                staged.append(StagedSkill(_mcp_ref(server, uri, root, folder), folder, server))
             except SMCPError as exc:
                 staged.append(exc)
             except (OSError, ValueError) as exc:  # ValueError: a file that is not base64
@@ -317,14 +319,26 @@ def current_skills(
     return list(found.values())
 
 
-def find_resource(skills: Sequence[StagedSkill], name: Any, rel_path: str | None, max_size: int) -> SkillResource:
+def find_resource(
+    skills: Sequence[StagedSkill],
+    name: Any,
+    rel_path: str | None,
+    max_size: int,
+    current_servers: Callable[[], Sequence[str]],
+) -> SkillResource:
     """Resource `rel_path` (default SKILL.md) of the skill `name`: 4016 for a name the
-    lexer refuses, 4014 for one not among `skills`, 4017 for a `rel_path` it may not read."""
+    lexer refuses, 4014 for one not among `skills`, 4017 for a `rel_path` it may not read.
+    An MCP server's skill is readable only while that server is among `current_servers()`:
+    once it stops the skill is orphaned (§5) and a blob handle for it no longer reads."""
     check_skill_name(name)
     skill = next((s for s in skills if s.ref.name == name), None)
     if skill is None:
         raise MCPServerNotFoundError(f"no skill named {name!r} on this Computer", details={"name": name})
-    return skill_resource(skill.root, DEFAULT_SKILL_FILE if rel_path is None else rel_path, max_size)
+    resource = skill_resource(skill.root, DEFAULT_SKILL_FILE if rel_path is None else rel_path, max_size)
+    server = skill.server
+    if server is None:
+        return resource
+    return resource.readable_while(lambda: server in current_servers())
 
 
 def _path_of(uri: str) -> str:
