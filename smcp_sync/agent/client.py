@@ -54,9 +54,9 @@ from ..protocol.models import (
     SMCPTool,
     ToolList,
 )
+from ..threads.serial import SerialThread
 from .blobs import BlobMethods
 from .cache import ComputerCache
-from .dispatcher import Dispatcher
 from .finder import FinderMethods
 from .notifications import Notifications
 from .refresher import Refresher
@@ -114,7 +114,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         #: Each Computer's skills (tuples of `A2CSkillRef`), by computer name.
         self.skill_cache: ComputerCache[tuple[A2CSkillRef, ...]] = ComputerCache(self._cache_updated("skills"))
         self._connection = Connection("agent", name, auth=auth, headers=headers, reconnect=reconnect)
-        self._dispatcher = Dispatcher(f"smcp-agent-{name}-notify")
+        self._dispatcher = SerialThread(f"smcp-agent-{name}-notify")
         self._refresher = Refresher(f"smcp-agent-{name}-refresh")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
         self._tool_calls = ToolCalls(self._connection, max_concurrent_calls)

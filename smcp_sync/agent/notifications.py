@@ -26,7 +26,7 @@ from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import AgentCallData, EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
-from .dispatcher import Dispatcher
+from ..threads.serial import SerialThread
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ Reaction = Callable[[str, Any], None]
 
 
 class Notifications:
-    def __init__(self, connection: Connection, dispatcher: Dispatcher, reaction: Reaction):
+    def __init__(self, connection: Connection, dispatcher: SerialThread, reaction: Reaction):
         self._dispatcher = dispatcher
         self._reaction = reaction
         self._lock = threading.Lock()

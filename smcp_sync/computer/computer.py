@@ -48,7 +48,7 @@ from ..protocol.models import (
     ResourceContents,
     SMCPTool,
 )
-from ..threads.event_pump import EventPump
+from ..threads.serial import Batches, SerialThread
 from .channels.desktop import desktop_channel, get_desktop
 from .channels.finder import FinderPage, finder_channel, get_finder
 from .channels.reads import ResourceRequests
@@ -138,9 +138,10 @@ class Computer:
         loaded = load_config(config) if config is not None else None
         definitions = [*(loaded.inputs if loaded else ()), *(_input(item) for item in inputs)]
         self._bridge = EventLoopThread(name)
-        self._events = EventPump(name, self._on_server_events)
+        self._events = SerialThread(f"smcp-computer-events[{name}]")
+        server_events: Batches[ServerEvent] = Batches(self._events, self._on_server_events)
         self._manager = ServerManager(
-            self._bridge, self._events.post, InputResolver(definitions, input_values, input_resolver), policy
+            self._bridge, server_events.post, InputResolver(definitions, input_values, input_resolver), policy
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -215,7 +216,7 @@ class Computer:
         self._socket.close(on_disconnected=self._stop_servers if started else None)
         self.uploads.close(timeout)
         if started:
-            self._events.stop(timeout)
+            self._events.stop(timeout, finish_queued=True)
             self._watch.stop(timeout)
             self._bridge.stop(timeout)
         self._skill_home.close()

@@ -26,9 +26,9 @@ from socketio import packet
 from ..protocol import events
 from ..protocol.errors import BadRequestError, ErrorCode
 from ..protocol.extensions import advertisement
+from ..threads.deadlines import Deadline, Deadlines
 from ..threads.worker_pool import WorkerPool
 from .admission import ConnectionsPerAddress
-from .deadlines import Deadline, Deadlines
 from .limits import DEFAULT_MAX_SEND_BACKLOG, ServerLimits
 from .request_deadlines import shutdown_socket
 from .send_backlog import BacklogQueue

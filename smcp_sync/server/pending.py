@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .deadlines import Deadline, Deadlines
+from ..threads.deadlines import Deadline, Deadlines
 
 
 class Outcome(enum.Enum):

@@ -1,9 +1,11 @@
-"""Coalesces bursts of changes into one announcement per burst, on one thread.
+"""Coalesces bursts of changes into one announcement per burst.
 
 Why: an MCP server may send hundreds of `resources/updated` in a second (a log window, a
 document being saved in chunks); each would otherwise become a `server:update_*` and an
 Agent refetch. A key fires `quiet` seconds after its last trigger, but no later than
-`max_delay` after its first, so a steady stream still announces now and then.
+`max_delay` after its first, so a steady stream still announces now and then. The
+firing is scheduled on a `Deadlines` thread of the debouncer's own (started with the
+first trigger, ended by `stop`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 import time
 from typing import Callable, Generic, Hashable, TypeVar
 
-from .thread_stop import join_stopped
+from .deadlines import Deadline, Deadlines
 
 log = logging.getLogger(__name__)
 
@@ -29,59 +31,47 @@ class Debouncer(Generic[K]):
         self._fire = fire
         self._quiet = quiet
         self._max_delay = max_delay
-        self._changed = threading.Condition()
-        self._pending: dict[K, tuple[float, float]] = {}  # key -> (first, last) trigger time
+        self._deadlines = Deadlines(f"smcp-computer-debounce[{name}]")
+        self._lock = threading.Lock()
+        self._pending: dict[K, tuple[float, Deadline]] = {}  # key -> (first trigger, its firing)
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name=f"smcp-computer-debounce[{name}]", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
 
     def trigger(self, key: K) -> None:
         """Thread-safe, never blocks for long; ignored once stopped."""
         now = time.monotonic()
-        with self._changed:
+        with self._lock:
             if self._stopped:
                 return
-            first, _ = self._pending.get(key, (now, now))
-            self._pending[key] = (first, now)
-            self._changed.notify()
+            first, firing = self._pending.get(key, (now, None))
+            if firing is not None:
+                firing.cancel()
+            when = min(now + self._quiet, first + self._max_delay)
+            self._pending[key] = (first, self._deadlines.call_at(when, lambda: self._due(key, when)))
 
     def discard_pending(self) -> None:
         """Drop what is waiting to fire (its announcement has been made moot)."""
-        with self._changed:
-            self._pending.clear()
+        with self._lock:
+            self._drop_pending()
 
     def stop(self, timeout: float) -> None:
         """Stop without firing what is still pending (nobody is listening any more)."""
-        with self._changed:
+        with self._lock:
             self._stopped = True
-            self._changed.notify()
-        join_stopped(self._thread, timeout, "debounce thread")
+            self._drop_pending()
+        self._deadlines.shutdown(timeout)
 
-    def _run(self) -> None:
-        while True:
-            with self._changed:
-                due = self._wait_for_due_keys()
-                if due is None:
-                    return
-            for key in due:
-                try:
-                    self._fire(key)
-                except Exception:
-                    log.exception("announcing a change of %r failed", key)
+    def _drop_pending(self) -> None:
+        for _, firing in self._pending.values():
+            firing.cancel()
+        self._pending.clear()
 
-    def _wait_for_due_keys(self) -> list[K] | None:
-        """Block until some keys are due (popped and returned) or the debouncer stops (None)."""
-        while not self._stopped:
-            now = time.monotonic()
-            deadlines = {
-                key: min(last + self._quiet, first + self._max_delay) for key, (first, last) in self._pending.items()
-            }
-            due = [key for key, deadline in deadlines.items() if deadline <= now]
-            if due:
-                for key in due:
-                    del self._pending[key]
-                return due
-            self._changed.wait(min(deadlines.values()) - now if deadlines else None)
-        return None
+    def _due(self, key: K, when: float) -> None:
+        with self._lock:
+            entry = self._pending.get(key)
+            if entry is None or entry[1].when != when or self._stopped:
+                return  # rescheduled, discarded or stopped since
+            del self._pending[key]
+        try:
+            self._fire(key)
+        except Exception:
+            log.exception("announcing a change of %r failed", key)

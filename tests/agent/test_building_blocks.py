@@ -10,7 +10,6 @@ import time
 import pytest
 
 from smcp_sync.agent import Agent, ComputerCache
-from smcp_sync.agent.dispatcher import Dispatcher
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import UpdateComputerConfigReq
@@ -61,43 +60,6 @@ def test_wait_for_returns_the_value_once_stored_or_a_change(no_leaks):
     changer.start()
     assert cache.wait_for("c1", timeout=5, unlike="v1") == "v2"
     changer.join()
-
-
-# -- Dispatcher -------------------------------------------------------------------------------
-
-
-@pytest.mark.timeout(10)
-def test_the_dispatcher_runs_work_in_order_on_one_thread_and_survives_failures(no_leaks, caplog):
-    dispatcher = Dispatcher("test-dispatcher")
-    assert not dispatcher.submit(print, "not started")
-    dispatcher.start()
-    seen: list[tuple[int, str]] = []
-    done = threading.Event()
-
-    def boom() -> None:
-        raise RuntimeError("callback bug")
-
-    for n in range(100):
-        dispatcher.submit(lambda n=n: seen.append((n, threading.current_thread().name)))
-    dispatcher.submit(boom)
-    dispatcher.submit(done.set)
-    assert done.wait(5)
-    dispatcher.stop(timeout=5)
-
-    assert [n for n, _ in seen] == list(range(100))
-    assert {name for _, name in seen} == {"test-dispatcher"}
-    assert "callback bug" in caplog.text
-    assert not dispatcher.running and not dispatcher.submit(print, "stopped")
-
-
-@pytest.mark.timeout(10)
-def test_stopping_from_inside_a_callback_does_not_deadlock(no_leaks):
-    dispatcher = Dispatcher("test-dispatcher")
-    dispatcher.start()
-    stopped = threading.Event()
-    dispatcher.submit(lambda: (dispatcher.stop(timeout=5), stopped.set()))
-    assert stopped.wait(5)
-    assert not dispatcher.running
 
 
 # -- notifications from a server that sends anything -------------------------------------------

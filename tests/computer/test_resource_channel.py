@@ -277,7 +277,6 @@ def debouncer(no_leaks: None) -> Any:
 
     def make(fire: Callable[[Any], None], quiet: float, max_delay: float) -> Debouncer:
         made.append(Debouncer("test", fire, quiet, max_delay))
-        made[-1].start()
         return made[-1]
 
     yield make
@@ -326,7 +325,6 @@ def test_a_failing_announcement_does_not_stop_the_thread(debouncer: Any, caplog:
 def test_stopping_drops_what_is_pending_and_ignores_later_triggers(no_leaks: None) -> None:
     fired = Fired()
     d = Debouncer("test", fired, quiet=5.0, max_delay=5.0)
-    d.start()
     d.trigger("k")
     d.stop(5)
     d.trigger("k")

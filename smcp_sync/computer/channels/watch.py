@@ -74,7 +74,6 @@ class ResourceWatch:
         self._known: dict[str, int] = {}  # server -> generation the channels hold the listing of
 
     def start(self) -> None:
-        self._debouncer.start()
         self._warmer.start()
 
     def halt_warm_up(self) -> None:

@@ -1,4 +1,4 @@
-"""`smcp_sync.server.deadlines.Deadlines`: one thread calling actions at their deadlines."""
+"""`smcp_sync.threads.deadlines.Deadlines`: one thread calling actions at their deadlines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from smcp_sync.server.deadlines import Deadlines
+from smcp_sync.threads.deadlines import Deadlines
 
 pytestmark = pytest.mark.timeout(20)
 
