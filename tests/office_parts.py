@@ -11,6 +11,7 @@ import contextlib
 from typing import Any, Iterator
 
 from smcp_sync import Agent, Computer, SMCPServer
+from smcp_sync.computer import allow_all
 
 __all__ = ["connected_computer", "joined_agent", "serving"]
 
@@ -27,7 +28,9 @@ def serving(port: int = 0, **options: Any) -> Iterator[SMCPServer]:
 def connected_computer(
     name: str, servers: list[dict[str, Any]], url: str, office_id: str, *, timeout: float, **options: Any
 ) -> Iterator[Computer]:
-    """A started `Computer(name, servers, **options)` that has joined `office_id` at `url`."""
+    """A started `Computer(name, servers, **options)` that has joined `office_id` at `url`
+    (`confirm` unless given: `allow_all`, the tests' tools being harmless)."""
+    options.setdefault("confirm", allow_all)
     with Computer(name, servers, **options) as computer:
         computer.connect(url, office_id, timeout=timeout)
         yield computer

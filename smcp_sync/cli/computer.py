@@ -3,12 +3,15 @@
     smcp-sync computer --config FILE --url URL --office OFFICE --name NAME
                        [--inputs FILE] [--input ID=VALUE ...] [--api-key KEY]
                        [--landing-folder DIR] [--user-skills DIR] [--skill-home DIR]
+                       [--allow-all-tools]
 
 --config holds the official A2C-SMCP SDK's JSON: one MCP server config, a list of them,
 or {"servers": [...], "inputs": [...]}; --inputs an input definition or a list of them.
 A `${input:ID}` without a value (--input) is asked on the terminal when there is one
 (hidden for password inputs); otherwise its default is used, or the command fails.
 MCP servers that fail to start are retried in the background; the rest serve at once.
+Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
+is refused (4005) unless --allow-all-tools is given.
 Runs until Ctrl-C (exit 130) or SIGTERM (exit 0); a dropped connection is re-made.
 """
 
@@ -59,6 +62,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--skill-home", metavar="DIR", help="where SKILL packages MCP servers serve as resources are written"
     )
     parser.add_argument(
+        "--allow-all-tools",
+        action="store_true",
+        help="run every tool an agent calls; by default a tool without auto_apply: true in its config is refused"
+        " (4005), there being no one to confirm it",
+    )
+    parser.add_argument(
         "--allow-failed-servers",
         action="store_true",
         help="join even when some MCP servers did not start (they keep retrying); by default that is an error",
@@ -95,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _configured_computer(args: argparse.Namespace) -> Computer:
     """The Computer of --config / --inputs / --input. A configuration error names the
     file and, for a server config, the server; the field is in the codec's message."""
-    from ..computer import Computer
+    from ..computer import Computer, allow_all
     from ..computer.config.files import ConfigError, load_config, load_inputs
 
     values = dict(_assignment(text) for text in args.input)
@@ -109,6 +118,7 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
         landing_folder=args.landing_folder,
         user_skills=args.user_skills,
         skill_home=args.skill_home,
+        confirm=allow_all if args.allow_all_tools else None,
     )
     for index, server in enumerate(config.servers):
         try:

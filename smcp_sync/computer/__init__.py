@@ -17,7 +17,7 @@ from .mcp.status import (
     ServerStatus,
     ServerTool,
 )
-from .tools.calls import PendingToolCall
+from .tools.calls import PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "ServersNotStartedError",
     "ServerTool",
     "ToolCallRecord",
+    "allow_all",
     "load_config",
     "load_inputs",
 ]

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from ..agent import Agent
-from ..computer import Computer
+from ..computer import Computer, allow_all
 from ..server import SMCPServer
 from . import DEFAULT_OFFICE, SAMPLE_DOCUMENTS
 from .bundle import bundled_servers
@@ -70,7 +70,8 @@ class DemoStage:
         server = SMCPServer()
         self.url = server.start("127.0.0.1", self.settings.port)
         self._closing.callback(server.stop)
-        computer = Computer(self.computer_name, bundled_servers(self.documents))
+        # the bundled tools only read and compute: every call is approved (see README, Security)
+        computer = Computer(self.computer_name, bundled_servers(self.documents), confirm=allow_all)
         self._closing.callback(computer.close)
         computer.start(timeout)
         computer.connect(self.url, self.office, timeout=timeout)

@@ -26,7 +26,7 @@ from office_parts import joined_agent
 from smcp_sync.connection.session import ReconnectPolicy
 
 from smcp_sync.agent import Agent
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import ForbiddenError, NotFoundError, SMCPError, SMCPTimeoutError, VersionMismatchError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification
@@ -269,7 +269,7 @@ def test_our_clients_reach_their_stock_server_with_its_default_auth(official_pee
     server = spawn(start_official_server(peer.python, api_key=KEY, asgi=True))
     spawn(start_official_computer(peer.python, server.url, "o-stock", "c-theirs", echo_mcp_config(peer.python), auth_via="sdk"))
     with (
-        Computer("c-ours", [{"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]}}]) as ours,
+        Computer("c-ours", [{"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]}}], confirm=allow_all) as ours,
         Agent("a-stock", reconnect=NO_RECONNECT, **credentials) as agent,
     ):
         ours.connect(server.url, "o-stock", **credentials)

@@ -7,18 +7,20 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 
 from .helpers import FAST, TOOL_SERVER, CallLogs, start_http_server, stop
 
 
 @pytest.fixture
 def computer_factory(no_leaks) -> Iterator[Callable[..., Computer]]:
-    """`computer_factory(*servers, **options)` -> a started Computer, closed after the test."""
+    """`computer_factory(*servers, **options)` -> a started Computer, closed after the test
+    (`confirm` unless given: `allow_all`; pass `confirm=None` for the Computer's default)."""
     made: list[Computer] = []
 
     def make(*servers: dict[str, Any], start: bool = True, **options: Any) -> Computer:
         options.setdefault("policy", FAST)
+        options.setdefault("confirm", allow_all)
         computer = Computer(options.pop("name", "test-computer"), list(servers), **options)
         made.append(computer)
         return computer.start() if start else computer

@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 from smcp_sync.protocol import BadRequestError, events
 
 from .helpers import FAST
@@ -44,7 +44,7 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
     order). Tests may call tools (history) but change no window."""
     folder = tmp_path_factory.mktemp("desk")
     beta = resource_config("beta", folder / "beta.json", BETA, tool_meta={"touch": {"alias": "beta_touch"}})
-    computer = Computer("desk", [resource_config("zeta", folder / "alpha.json", ALPHA), beta], policy=FAST)
+    computer = Computer("desk", [resource_config("zeta", folder / "alpha.json", ALPHA), beta], policy=FAST, confirm=allow_all)
     yield computer.start()
     computer.close()
 

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.protocol import BadRequestError, DPEDocumentSummary, events
 
@@ -54,7 +54,7 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
     """"zeta" configured before "alpha"; tests may call tools (history) but change no document."""
     folder = tmp_path_factory.mktemp("library")
     configs = [resource_config("zeta", folder / "zeta.json", ZETA), alpha_config(folder / "alpha.json")]
-    computer = Computer("library", configs, policy=FAST)
+    computer = Computer("library", configs, policy=FAST, confirm=allow_all)
     yield computer.start()
     computer.close()
 

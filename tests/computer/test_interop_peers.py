@@ -24,7 +24,7 @@ from interop.harness import (
     start_official_server,
 )
 
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 
 from .helpers import FAST, CallLogs, stdio_config
 
@@ -44,7 +44,7 @@ def their_server(official_peer: OfficialPeer):
 def computer(official_peer: OfficialPeer, their_server, call_logs: CallLogs, no_leaks) -> Iterator[Computer]:
     legacy = echo_mcp_config(official_peer.python, name="legacy", auto_apply=False)
     legacy["tool_meta"] = {name: {"alias": f"legacy_{name}"} for name in ("echo", "add", "fail")}
-    computer = Computer("c-ours", [stdio_config("tools", env=call_logs.env), legacy], policy=FAST).start()
+    computer = Computer("c-ours", [stdio_config("tools", env=call_logs.env), legacy], policy=FAST, confirm=allow_all).start()
     try:
         computer.connect(their_server.url, OFFICE, auth=official_peer.server_auth(KEY))
         yield computer

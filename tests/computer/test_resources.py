@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import anyio
 import pytest
 
-from smcp_sync.computer import Computer, MCPServerError, ServerEvent
+from smcp_sync.computer import Computer, MCPServerError, ServerEvent, allow_all
 from smcp_sync.computer.mcp.manager import BATCH_CONCURRENCY
 from smcp_sync.protocol import (
     BadRequestError,
@@ -52,7 +52,7 @@ def resource_config(state: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Computer]:
     """Shared by the tests that only read (they change neither the resources nor the server)."""
-    computer = Computer("reader", [resource_config(tmp_path_factory.mktemp("reader") / "state.json")], policy=FAST)
+    computer = Computer("reader", [resource_config(tmp_path_factory.mktemp("reader") / "state.json")], policy=FAST, confirm=allow_all)
     yield computer.start()
     computer.close()
 

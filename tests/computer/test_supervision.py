@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from smcp_sync.computer import Computer, ServersNotStartedError, ServerState
+from smcp_sync.computer import Computer, ServerState, ServersNotStartedError, allow_all
 from smcp_sync.protocol import CallToolResult, ErrorCode
 
 from .helpers import (
@@ -220,7 +220,7 @@ def test_closing_while_a_server_is_still_starting_does_not_hang(no_leaks: None) 
     # a child that never answers initialize (and ignores its closed stdin)
     mute = {"name": "mute", "type": "stdio", "server_parameters": {
         "command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]}}
-    computer = Computer("closing", [mute], policy=FAST)
+    computer = Computer("closing", [mute], policy=FAST, confirm=allow_all)
     computer.start(timeout=0.3)  # returns; the server keeps starting in the background
     assert computer.servers.status("mute").state is ServerState.STARTING
     started = time.monotonic()
@@ -230,7 +230,7 @@ def test_closing_while_a_server_is_still_starting_does_not_hang(no_leaks: None) 
 
 def test_close_leaves_no_thread_or_child_process_behind(no_leaks: None) -> None:
     # no_leaks checks threads and children after the test body
-    computer = Computer("closing", [stdio_config("a"), stdio_config("b", "--prefix", "b_")]).start()
+    computer = Computer("closing", [stdio_config("a"), stdio_config("b", "--prefix", "b_")], confirm=allow_all).start()
     assert len(computer.tools()) == 22  # the test tool server's 11 tools, twice
     computer.call_tool("sleep", {"seconds": 0.01}, timeout=5)
     computer.close()

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer, PendingToolCall
+from smcp_sync.computer import Computer, PendingToolCall, allow_all
 from smcp_sync.protocol import ErrorCode
 
 from .helpers import FAST, stdio_config
@@ -22,14 +22,25 @@ GATED = stdio_config("tools", tool_meta={"echo": {"auto_apply": True}})
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[Computer]:
-    """No confirm callback; shared by tests that leave it as they found it."""
-    computer = Computer("plain", [stdio_config("tools")], policy=FAST)
+    """Every call approved (`allow_all`); shared by tests that leave it as they found it."""
+    computer = Computer("plain", [stdio_config("tools")], policy=FAST, confirm=allow_all)
     yield computer.start()
     computer.close()
 
 
-def test_without_a_confirm_callback_every_tool_runs(plain: Computer) -> None:
+def test_with_allow_all_every_tool_runs(plain: Computer) -> None:
     assert plain.call_tool("add", {"a": 1, "b": 2}, timeout=10).text == "3"
+
+
+def test_without_a_confirm_callback_only_auto_apply_tools_run(computer_factory: Any, call_logs: Any) -> None:
+    """As the official 0.4.2 Computer: no callback, no unconfirmed call (4005), and the
+    MCP server is never asked."""
+    computer = computer_factory(stdio_config("tools", env=call_logs.env, tool_meta={"echo": {"auto_apply": True}}), confirm=None)
+    refused = computer.call_tool("sleep", {"seconds": 0.0125}, timeout=10)
+    assert (refused.is_error, refused.error_code) == (True, ErrorCode.TOOL_REQUIRES_CONFIRMATION)
+    assert "no confirm callback" in refused.text
+    assert computer.call_tool("echo", {"text": "hi"}, timeout=10).text == "hi"
+    assert not call_logs.started.exists() or "seconds=0.0125" not in call_logs.started.read_text(encoding="utf-8")
 
 
 def test_confirm_is_asked_unless_auto_apply_and_a_refusal_is_4005(computer_factory: Any) -> None:

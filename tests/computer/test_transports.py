@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import Computer, ServerState
+from smcp_sync.computer import Computer, ServerState, allow_all
 from smcp_sync.protocol import A2C_TOOL_META, MCP_TOOL_ANNOTATION, BadRequestError, CallToolResult, ErrorCode
 
 from .helpers import FAST, CallLogs, http_config, stdio_config
@@ -31,7 +31,7 @@ def computers(http_servers: dict[str, str], call_logs: CallLogs) -> Iterator[dic
     started: dict[str, Computer] = {}
     try:
         for transport, config in configs.items():
-            started[transport] = Computer(f"c-{transport}", [config], policy=FAST).start()
+            started[transport] = Computer(f"c-{transport}", [config], policy=FAST, confirm=allow_all).start()
         yield started
     finally:
         for computer in started.values():

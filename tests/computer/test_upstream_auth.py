@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from office_parts import connected_computer, joined_agent, serving
 
-from smcp_sync.computer import Computer
+from smcp_sync.computer import Computer, allow_all
 from smcp_sync.protocol.errors import ErrorCode
 
 from .helpers import FAST, http_config, start_http_server, stop
@@ -41,7 +41,7 @@ def test_conformance_vector(vector: dict[str, Any], no_leaks: None) -> None:
         pytest.skip("rust-sdk's hand-written SSE client path; the vector itself says python-sdk is N/A")
     proc, url = protected_server(vector["upstream"])
     try:
-        with Computer("c", [http_config("locked", "streamable", url)], policy=FAST) as computer:
+        with Computer("c", [http_config("locked", "streamable", url)], policy=FAST, confirm=allow_all) as computer:
             computer.start()
             result = computer.call_tool("locked__echo", {"text": "hi"}, timeout=TIME_BOX)
     finally:
@@ -72,7 +72,7 @@ def test_other_http_errors_stay_execution_failures(no_leaks: None) -> None:
     """Only 401 / 403 are authorization: a 500 from the MCP server is 4003 (decision table)."""
     proc, url = protected_server({"status": 500})
     try:
-        with Computer("c", [http_config("locked", "streamable", url)], policy=FAST) as computer:
+        with Computer("c", [http_config("locked", "streamable", url)], policy=FAST, confirm=allow_all) as computer:
             computer.start()
             result = computer.call_tool("locked__echo", {"text": "hi"}, timeout=TIME_BOX)
     finally:

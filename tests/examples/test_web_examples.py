@@ -29,6 +29,7 @@ import attrs
 import pytest
 
 from smcp_sync import Agent, AuthError, Computer, OfficeError
+from smcp_sync.computer import allow_all
 
 try:
     from tests.mcp_servers import TOOL_SERVER
@@ -182,7 +183,7 @@ def test_view_calls_a_tool_and_the_same_app_serves_agents(example, start_app, cl
     app = start_app(example)
     with pytest.raises(AuthError):  # the example's SMCP_API_KEY is enforced
         closing(Agent("no-key")).connect(app.url, timeout=10)
-    laptop = closing(Computer("laptop", [TOOL_SERVER_CONFIG]))
+    laptop = closing(Computer("laptop", [TOOL_SERVER_CONFIG], confirm=allow_all))
     laptop.connect(app.url, OFFICE, auth={"api_key": KEY})
 
     # An Agent of another process, over Socket.IO to the app's URL.

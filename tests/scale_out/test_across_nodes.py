@@ -20,6 +20,7 @@ from server.test_cli_server import ServerProcess
 from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync import Agent, Computer
+from smcp_sync.computer import allow_all
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
 
@@ -71,7 +72,7 @@ def test_an_agent_on_one_node_uses_a_computer_on_another(cluster, tmp_path: Path
     ]
     with agent_at(a.url, "calls") as agent:
         notes = Notes.of_agent(agent)
-        with Computer("pc", servers, reconnect=NO_RECONNECT) as computer:
+        with Computer("pc", servers, reconnect=NO_RECONNECT, confirm=allow_all) as computer:
             computer.connect(b.url, "calls", timeout=TIMEOUT)
             notes.wait_for(events.ENTER_OFFICE_NOTIFICATION, {"office_id": "calls", "computer": "pc"}, TIMEOUT)
             assert members(agent) == {("agent", "agent"), ("computer", "pc")}
@@ -173,7 +174,7 @@ def test_smcp_sync_server_with_redis_is_a_node(cluster, tmp_path: Path) -> None:
     try:
         with agent_at(cli_node.url, "cli") as agent:
             calls = CallLogs(tmp_path)
-            with Computer("pc", [tool_server(env=calls.env)], reconnect=NO_RECONNECT) as computer:
+            with Computer("pc", [tool_server(env=calls.env)], reconnect=NO_RECONNECT, confirm=allow_all) as computer:
                 computer.connect(a.url, "cli", timeout=TIMEOUT)
                 assert members(agent) == {("agent", "agent"), ("computer", "pc")}
                 with pytest.raises(SMCPError) as taken:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from smcp_sync import Agent, Computer
+from smcp_sync.computer import allow_all
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import SMCPError
 
@@ -243,7 +244,7 @@ def test_a_file_over_the_size_cap_is_refused_before_any_byte(tmp_path: Path) -> 
     state = tmp_path / "state.json"
     write_state(state, [mounted("com.test.cap", "notes", folder)])
     config = stdio_config("cap", "--state", str(state), script=RESOURCE_SERVER)
-    with Computer("capped", [config], policy=FAST, skill_max_size=1024) as computer:
+    with Computer("capped", [config], policy=FAST, skill_max_size=1024, confirm=allow_all) as computer:
         with pytest.raises(SMCPError) as caught:
             computer.skill_resource("mcp:cap:notes", "data.bin")
     assert (caught.value.code, caught.value.details["reason"], caught.value.details["total_size"]) == (4017, "too_large", 2048)

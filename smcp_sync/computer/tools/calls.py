@@ -8,7 +8,9 @@ relayed as is), or a failure the Computer detected, with `meta.error_code`:
 * 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
   was cancelled (then also `meta.a2c_cancelled: true`);
 * 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
-* 4005 the confirm callback refused (or failed);
+* 4005 the confirm callback refused (or failed), or there is none: a tool whose
+  `auto_apply` is not true never runs unconfirmed (as in a2c-smcp 0.4.2); `allow_all`
+  is the explicit way to run every tool;
 * 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), with
   `meta.mcp_server` and a non-secret `meta.auth_hint`.
 
@@ -62,6 +64,12 @@ class PendingToolCall:
 ConfirmCallback = Callable[[PendingToolCall], bool]
 
 
+def allow_all(pending: PendingToolCall) -> bool:
+    """The confirm callback that approves every call: `Computer(confirm=allow_all)`
+    runs tools without `auto_apply` unasked (without a callback they are refused)."""
+    return True
+
+
 class ToolCaller:
     def __init__(
         self,
@@ -109,7 +117,7 @@ class ToolCaller:
     def _confirmed_call(
         self, route: ToolRoute, params: dict[str, Any], timeout: float, deadline: float, req_id: str
     ) -> CallToolResult:
-        if self._confirm is not None and not route.auto_apply:
+        if not route.auto_apply:
             refusal = self._ask_confirmation(PendingToolCall(req_id, route.exposed, route.server, route.tool, params))
             if refusal is not None:
                 return refusal
@@ -145,7 +153,12 @@ class ToolCaller:
             self._in_flight.unregister(req_id, future)
 
     def _ask_confirmation(self, pending: PendingToolCall) -> CallToolResult | None:
-        assert self._confirm is not None
+        if self._confirm is None:
+            return CallToolResult.failure(
+                ErrorCode.TOOL_REQUIRES_CONFIRMATION,
+                f"tool {pending.name!r} needs confirmation and this Computer has no confirm callback"
+                " (set auto_apply for the tool, or give the Computer a confirm callback)",
+            )
         try:
             approved = self._confirm(pending)
         except Exception as exc:
