@@ -4,6 +4,7 @@ tools, Desktop windows and Finder documents to an office, or locally without any
 from .channels.finder import FinderPage
 from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
+from .config.input_sources import InputMemory
 from .config.inputs import InputError
 from .config.redaction import REDACTED
 from .mcp.manager import MCPServerError, ServerManager
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "FinderPage",
     "InputError",
+    "InputMemory",
     "MCPServerError",
     "PendingToolCall",
     "REDACTED",

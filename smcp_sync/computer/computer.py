@@ -65,6 +65,7 @@ from .channels.skills import (
 )
 from .channels.watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .config.files import check_unique_bundle_ids, load_config
+from .config.input_sources import InputMemory
 from .config.inputs import AskInput, InputResolver
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
@@ -107,7 +108,9 @@ class Computer:
     `blob_handle_ttl`: seconds a blob handle (`blobs`, for large tool results and skill
     files) stays readable. `landing_folder`: where `client:put_blob` uploads land (None:
     uploads refused with 4019), each at most `upload_max_bytes`, dropped when no chunk
-    came for `upload_idle_timeout` seconds.
+    came for `upload_idle_timeout` seconds. `input_memory`: where the resolver's answers
+    are kept for the next run (`InputMemory`; None: nowhere); inputs are also read from
+    `A2C_SMCP_<ID>` environment variables and may change at runtime (`set_input`).
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Computer:
         inputs: Iterable[MCPServerInput | Mapping[str, Any]] = (),
         input_values: Mapping[str, Any] | None = None,
         input_resolver: AskInput | None = None,
+        input_memory: InputMemory | None = None,
         confirm: ConfirmCallback | None = None,
         policy: ServerPolicy = ServerPolicy(),
         history_size: int = DEFAULT_HISTORY_SIZE,
@@ -142,7 +146,10 @@ class Computer:
         self._events = SerialThread(f"smcp-computer-events[{name}]")
         server_events: Batches[ServerEvent] = Batches(self._events, self._on_server_events)
         self._manager = ServerManager(
-            self._bridge, server_events.post, InputResolver(definitions, input_values, input_resolver), policy
+            self._bridge,
+            server_events.post,
+            InputResolver(definitions, input_values, input_resolver, memory=input_memory),
+            policy,
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -403,6 +410,17 @@ class Computer:
         status = self._manager.restart(bundle_id, timeout)
         self._refresh_tools()
         return status
+
+    def set_input(self, input_id: str, value: Any, timeout: float = DEFAULT_START_TIMEOUT) -> list[str]:
+        """Give input `input_id` a new value now: each MCP server whose config uses it is
+        configured again with it (restarted if it was running; waits up to `timeout` for
+        each), and the office hears `server:update_config`. Returns those servers'
+        bundle_ids. An unknown id or a value a pickString does not offer raises 400."""
+        self._manager.inputs.set(input_id, value)
+        restarted = self._manager.reconfigure_using(input_id, timeout)
+        if restarted:
+            self._refresh_tools()
+        return restarted
 
     def get_config(self) -> GetComputerConfigRet:
         """Servers and inputs as agents may see them: secrets redacted (`redaction`),

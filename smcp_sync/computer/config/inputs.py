@@ -5,15 +5,18 @@ anywhere in a config (not keys) are rendered; a string that is exactly one place
 takes the value as is (a number stays a number); inside a longer string the value is
 inserted as text; unknown ids are left as text (with a warning).
 
-A value comes from, in order: the cache (each input is resolved once), the `values` the
-host gave, the `ask` callback (how a non-interactive host, or the CLI's prompt,
-supplies values; returning None means "no answer"), the input's `default`, and for
-`command` inputs the command's standard output. The library itself never prompts.
+A value comes from, in order: the cache (each input is resolved once; `set` replaces
+it), the `values` the host gave, the input's `A2C_SMCP_<ID>` environment variable, what
+`memory` remembers of an earlier answer (`input_sources`), the `ask` callback (how a
+non-interactive host, or the CLI's prompt, supplies values; returning None means "no
+answer"; `memory` keeps its answer), the input's `default`, and for `command` inputs
+the command's standard output. The library itself never prompts.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import threading
@@ -21,6 +24,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ...protocol.errors import BadRequestError
 from ...protocol.models import CommandInput, MCPServerInput, PickStringInput, PromptStringInput
+from .input_sources import InputMemory, check_env_names, env_var_name
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +33,15 @@ PLACEHOLDER = re.compile(r"\$\{input:([^}]+)\}")
 COMMAND_TIMEOUT = 30.0
 
 AskInput = Callable[[MCPServerInput], Any]
+
+
+def placeholders(data: Any) -> set[str]:
+    """The input ids the placeholders of `data` name (strings anywhere, not keys)."""
+    if isinstance(data, Mapping):
+        return set().union(*(placeholders(value) for value in data.values()))
+    if isinstance(data, (list, tuple)):
+        return set().union(*(placeholders(value) for value in data))
+    return set(PLACEHOLDER.findall(data)) if isinstance(data, str) else set()
 
 
 class InputError(BadRequestError):
@@ -41,10 +54,16 @@ class InputResolver:
         inputs: Iterable[MCPServerInput] = (),
         values: Mapping[str, Any] | None = None,
         ask: AskInput | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        memory: InputMemory | None = None,
     ) -> None:
         self._inputs = {item.id: item for item in inputs}
+        check_env_names(self._inputs)
         self._given = dict(values or {})
         self._ask = ask
+        self._environ = os.environ if environ is None else environ
+        self._memory = memory
         self._cache: dict[str, Any] = {}
         self._lock = threading.RLock()
         unknown = sorted(set(self._given) - set(self._inputs))
@@ -82,6 +101,14 @@ class InputResolver:
             self._cache[input_id] = value
             return value
 
+    def set(self, input_id: str, value: Any) -> None:
+        """Replace the value of a defined input (checked as any other value)."""
+        with self._lock:
+            item = self._inputs.get(input_id)
+            if item is None:
+                raise InputError(f"no input with id {input_id!r} is defined", details={"input": input_id})
+            self._cache[input_id] = self._checked(item, value)
+
     def _render_text(self, text: str, secret_text: str | None) -> Any:
         whole = PLACEHOLDER.fullmatch(text)
         if whole:
@@ -101,17 +128,26 @@ class InputResolver:
     def _resolve(self, item: MCPServerInput) -> Any:
         if item.id in self._given:
             return self._checked(item, self._given[item.id])
+        from_environment = self._environ.get(env_var_name(item.id))
+        if from_environment is not None:
+            return self._checked(item, from_environment)
+        remembered = self._memory.recall(item) if self._memory is not None else None
+        if remembered is not None:
+            return self._checked(item, remembered)
         if self._ask is not None:
             answer = self._ask(item)
             if answer is not None:
-                return self._checked(item, answer)
+                checked = self._checked(item, answer)
+                if self._memory is not None:
+                    self._memory.remember(item, checked)
+                return checked
         if isinstance(item, (PromptStringInput, PickStringInput)) and item.default is not None:
             return self._checked(item, item.default)
         if isinstance(item, CommandInput):
             return _run_command(item)
         raise InputError(
-            f"input {item.id!r} ({item.description}) has no value: pass it in input_values "
-            f"or give an input resolver",
+            f"input {item.id!r} ({item.description}) has no value: pass it in input_values, "
+            f"set {env_var_name(item.id)} or give an input resolver",
             details={"input": item.id},
         )
 

@@ -52,7 +52,7 @@ from ...protocol.models._fields import evolve
 from ..config.env_file import check_env_file
 from ..config.fields import refuse_unsupported, unknown_fields
 from ..config.files import server_bundle_id
-from ..config.inputs import InputResolver
+from ..config.inputs import InputResolver, placeholders
 from ..config.redaction import public_server_config
 from ..config.vrl import VrlScript, compile_script
 from .adapter import (
@@ -154,6 +154,19 @@ class ServerManager:
                 self._scripts[bundle_id] = script
         self._publish(ServerEvent(server=bundle_id, kind="config_changed", status=connection.status))
         return model
+
+    def reconfigure_using(self, input_id: str, timeout: float) -> list[str]:
+        """Configure again every server whose config names `input_id` (rendering its
+        current value), restarting those that were running; returns their bundle_ids."""
+        with self._admin:
+            with self._data:
+                raws = list(self._raw.items())
+                using = [(b, raw, self._connections[b].active) for b, raw in raws if input_id in placeholders(raw)]
+            for bundle_id, raw, active in using:
+                self.configure(raw)
+                if active:
+                    self.start(bundle_id, timeout)
+        return [bundle_id for bundle_id, _, _ in using]
 
     def remove(self, bundle_id: str) -> None:
         with self._admin:
