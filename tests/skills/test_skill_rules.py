@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smcp_sync.computer.channels.skill_files import skill_resource, split_skill_md
+from smcp_sync.computer.channels.skill_files import FrontMatterError, parse_front_matter, skill_resource, split_skill_md
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.skill_mime import is_text_mime, mime_type_of
 from smcp_sync.protocol.skill_name import check_skill_name
@@ -37,15 +37,30 @@ def test_the_lexer_refuses_everything_else_with_4016(name: object) -> None:
 
 def test_front_matter_fields_and_the_body_after_it() -> None:
     text = (
-        "---\nname: code-review\ndescription: 'Reviews: code'\nallowed-tools:\n  - Read\n  - Grep\n"
-        "metadata:\n  author: me\n# a comment\nodd line\n---\n# Body\r\nkept as is\n"
+        "---\nname: code-review  # trailing comment\ndescription: >-\n  Reviews: code\n  and style\n"
+        "allowed-tools:\n  - Read\n  - Grep\nnotes: |\n  line one\n  line two\n"
+        "metadata:\n  author: me\n  since: 2024-01-02\n  nested: {deep: [1, 2]}\n# a comment\n---\n# Body\r\nkept as is\n"
     )
-    front, body = split_skill_md(text)
-    assert front == {"name": "code-review", "description": "Reviews: code", "allowed-tools": ["Read", "Grep"],
-                     "metadata": {"author": "me"}}
+    block, body = split_skill_md(text)
+    assert parse_front_matter(block) == {
+        "name": "code-review", "description": "Reviews: code and style", "allowed-tools": ["Read", "Grep"],
+        "notes": "line one\nline two\n", "metadata": {"author": "me", "since": "2024-01-02", "nested": {"deep": [1, 2]}},
+    }
     assert body == "# Body\r\nkept as is\n"
-    assert split_skill_md("no front matter\n") == ({}, "no front matter\n")
-    assert split_skill_md("---\nname: x\nnever closed\n") == ({}, "---\nname: x\nnever closed\n")
+    assert split_skill_md("no front matter\n") == (None, "no front matter\n")
+    assert split_skill_md("---\nname: x\nnever closed\n") == (None, "---\nname: x\nnever closed\n")
+
+
+@pytest.mark.parametrize(
+    ("block", "why"),
+    [("name: x\nodd line\n", "not valid YAML"), ("name: [unclosed\n", "not valid YAML"),
+     ("- a list\n", "not a mapping"),
+     ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+                                                     for p, c in zip("abcdefgh", "bcdefghi")), "more than 10000")],
+)
+def test_bad_front_matter_is_refused_with_its_reason(block: str, why: str) -> None:
+    with pytest.raises(FrontMatterError, match=why):
+        parse_front_matter(block)
 
 
 @pytest.mark.parametrize(

@@ -102,3 +102,41 @@ def test_skill_md_handles_count_against_the_blob_memory_bound(tmp_path: Path) ->
         with pytest.raises(BlobError) as caught:
             agent.get_blob("c", first, timeout=T)
         assert (caught.value.code, caught.value.details["reason"]) == (4018, "gone")
+
+
+FOLDED_MD = """---
+name: code-review   # the name an Agent sees is mcp:<server>:code-review
+description: >-
+  Reviews code:
+  finds bugs
+metadata:
+  author: smcp-sync tests
+  owners:
+    team: tools
+tags: [review, 2]
+---
+Review it.
+"""
+
+
+def test_front_matter_is_yaml_and_a_package_with_invalid_yaml_is_left_out_with_its_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entries = [
+        *served_package("yaml", "review", {"SKILL.md": FOLDED_MD}),
+        *served_package("yaml", "broken", {"SKILL.md": "---\nname: broken\ndescription: [unclosed\n---\nBody.\n"}),
+    ]
+    server = skill_server(tmp_path, "yaml", entries)
+    with serving() as smcp, \
+            connected_computer("c", [server], smcp.url, "yaml", timeout=T, policy=FAST,
+                               skill_home=tmp_path / "home") as computer, \
+            joined_agent("reader", smcp.url, "yaml", timeout=T) as agent:
+        [review] = agent.get_skills("c", timeout=T)
+        body = agent.get_skill("c", "mcp:yaml:code-review", timeout=T).body
+        listed = computer.skills()
+    assert (review.name, review.description, review.tags) == ("mcp:yaml:code-review", "Reviews code: finds bugs", ["review", "2"])
+    assert review.skill_metadata == {"author": "smcp-sync tests", "owners": {"team": "tools"}}
+    assert body == "Review it.\n" and [s.name for s in listed] == ["mcp:yaml:code-review"]
+    [reason] = [r.getMessage() for r in caplog.records if "skill://yaml/broken" in r.getMessage()]
+    assert "front matter is not valid YAML" in reason and "line 4" in reason  # the closing ---
+    assert str(tmp_path) not in reason

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 import attrs
+import yaml
 
 from ...blobs import stream_sha256
-from ...protocol.errors import ErrorCode, SkillError
+from ...protocol.errors import BadRequestError, ErrorCode, SkillError
 from ...protocol.models import DEFAULT_SKILL_FILE
 from ...protocol.skill_mime import is_text_mime, mime_type_of
 from .exposure import SecretFileError, is_secret_name, open_inside
@@ -35,63 +35,66 @@ def not_accessible(reason: str, rel_path: str, **details: Any) -> SkillError:
 
 # -- front matter --------------------------------------------------------------------------
 
-_KEY = re.compile(r"^([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")
-_ITEM = re.compile(r"^\s+-\s*(.*?)\s*$")
-_NESTED = re.compile(r"^\s+([A-Za-z_][\w.-]*)\s*:\s*(.*?)\s*$")
+#: The most YAML nodes a front matter may expand to (aliases count each time they are used:
+#: a "billion laughs" block is refused, not expanded).
+MAX_FRONT_MATTER_NODES = 10_000
 
 
-def split_skill_md(text: str) -> tuple[dict[str, Any], str]:
-    """The front matter of a SKILL.md and its body (everything after the closing ``---``
-    line, line endings kept); no closed front matter: ``({}, text)``."""
+class FrontMatterError(BadRequestError):
+    """A SKILL.md front matter that is not a YAML mapping: the package is left out."""
+
+
+def split_skill_md(text: str) -> tuple[str | None, str]:
+    """The front matter block of a SKILL.md (the lines between the opening and closing
+    ``---``) and its body (everything after the closing line, line endings kept); no
+    closed front matter: ``(None, text)``. The fences are found as a2c-smcp 0.4.2 does."""
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
-        return {}, text
+        return None, text
     for index in range(1, len(lines)):
         if lines[index].strip() == "---":
-            return _parse_front_matter(lines[1:index]), "".join(lines[index + 1 :])
-    return {}, text
+            return "".join(lines[1:index]), "".join(lines[index + 1 :])
+    return None, text
 
 
-def _parse_front_matter(lines: list[str]) -> dict[str, Any]:
-    """The YAML subset SKILL.md headers use, without a YAML library: ``key: scalar``,
-    ``key: [a, b]``, and under a bare ``key:`` a block list or a one-level map
-    (``metadata:``). Lines outside that subset are ignored, never an error."""
-    fields: dict[str, Any] = {}
-    current: str | None = None
-    for line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key = _KEY.match(line)
-        if key is not None:
-            current, value = key.group(1), key.group(2)
-            fields[current] = _scalar_or_list(value) if value else None
-            continue
-        if current is None:
-            continue
-        item, nested, held = _ITEM.match(line), _NESTED.match(line), fields[current]
-        if item is not None and (held is None or isinstance(held, list)):
-            fields[current] = [*(held or []), _scalar(item.group(1))]
-        elif nested is not None and (held is None or isinstance(held, dict)):
-            fields[current] = {**(held or {}), nested.group(1): _scalar(nested.group(2))}
-    return fields
+def parse_front_matter(block: str | None) -> dict[str, Any]:
+    """The front matter as YAML (`yaml.safe_load`, as a2c-smcp 0.4.2 reads it), with
+    scalars YAML gives as other types (dates, sets) turned into text so the fields stay
+    JSON; `FrontMatterError` for invalid YAML, a document that is not a mapping, or one
+    over `MAX_FRONT_MATTER_NODES`. No front matter: ``{}``."""
+    if block is None or not block.strip():
+        return {}
+    try:
+        loaded = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 2}"  # line 1 is the opening ---
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise FrontMatterError(f"its {DEFAULT_SKILL_FILE} front matter is not valid YAML: {problem}{where}") from None
+    if not isinstance(loaded, dict):
+        raise FrontMatterError(f"its {DEFAULT_SKILL_FILE} front matter is not a mapping")
+    budget = [MAX_FRONT_MATTER_NODES]
+    return {str(key): _plain(value, budget) for key, value in loaded.items()}
 
 
-def _scalar_or_list(value: str) -> Any:
-    if value.startswith("[") and value.endswith("]"):
-        return [_scalar(part) for part in value[1:-1].split(",") if part.strip()]
-    return _scalar(value)
-
-
-def _scalar(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
+def _plain(value: Any, budget: list[int]) -> Any:
+    """`value` with only JSON types (str, numbers, bools, None, lists, str-keyed dicts)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise FrontMatterError(f"its {DEFAULT_SKILL_FILE} front matter has more than {MAX_FRONT_MATTER_NODES} values")
+    if isinstance(value, dict):
+        return {str(key): _plain(item, budget) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, budget) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value.isoformat() if hasattr(value, "isoformat") else value)
 
 
 def read_front_matter(root: Path) -> dict[str, Any]:
+    """`OSError` when SKILL.md cannot be read, `FrontMatterError` when its front matter is bad."""
     with open(root / DEFAULT_SKILL_FILE, encoding="utf-8", errors="replace") as file:
-        return split_skill_md(file.read())[0]
+        return parse_front_matter(split_skill_md(file.read())[0])
 
 
 # -- resources -------------------------------------------------------------------------------

@@ -259,7 +259,7 @@ def _ref(front: Mapping[str, Any], *, name: str, source: str, path: Path, **extr
         license=_text(front.get("license")),
         compatibility=_text(front.get("compatibility")),
         allowed_tools=None if allowed is None else [str(tool) for tool in allowed],
-        tags=tags if isinstance(tags, list) else None,
+        tags=[str(tag) for tag in tags] if isinstance(tags, list) else None,
         skill_metadata=front.get("metadata") if isinstance(front.get("metadata"), dict) else None,
         **extra,
     )
