@@ -14,6 +14,7 @@ import logging
 from concurrent.futures import Future
 from typing import Any, Callable, TypeVar
 
+from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.conventions import join_refusal
 from ..protocol.errors import BadRequestError, ErrorCode, InternalError, SMCPError
@@ -54,6 +55,21 @@ def parse_payload(model: type[T], args: tuple[Any, ...]) -> T:
         if isinstance(value, str):
             check_identifier_length(field, value)
     return request
+
+
+#: Events answered with the two-value join/leave ack; every other event with the flat error.
+JOIN_ACK_EVENTS = frozenset({events.JOIN_OFFICE, events.LEAVE_OFFICE})
+
+
+def answer_for(event: str) -> Callable[[Handler], Handler]:
+    """The answering guard of `event`'s handler."""
+    return (answer_with_join_ack if event in JOIN_ACK_EVENTS else answer_with_error_object)(event)
+
+
+def refusal_for(event: str | None, error: SMCPError) -> Any:
+    """`error` in the shape `event` answers with, for a packet refused before any handler
+    runs (binary, undecodable): a join/leave caller reads only the two-value ack."""
+    return join_refusal(error) if event in JOIN_ACK_EVENTS else error.to_wire()
 
 
 def answer_with_error_object(event: str) -> Callable[[Handler], Handler]:

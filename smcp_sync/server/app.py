@@ -17,7 +17,7 @@ import socketio
 from ..protocol import conventions, events
 from ..protocol.errors import NotFoundError
 from ..protocol.events import NAMESPACE
-from .answers import answer_with_error_object, answer_with_join_ack
+from .answers import answer_for
 from .auth import AuthProvider, as_provider
 from .broadcasts import Broadcasts
 from .engine import SocketIOServer, StoppableRedisManager
@@ -26,8 +26,11 @@ from .handshake import VersionGate
 from .limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+    DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_SEND_BACKLOG,
+    DEFAULT_MAX_UNAUTHENTICATED_BYTES,
     DEFAULT_READ_TIMEOUT,
     DEFAULT_SERVE_THREADS,
     ServerLimits,
@@ -69,8 +72,9 @@ class SMCPServer:
 
     What one client may hold is bounded (README, Security): `handshake_timeout` to
     authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
-    `serve()`), `max_connections_per_ip` (None: no cap) and `max_send_backlog` bytes
-    waiting to be sent to it.
+    `serve()`), `max_connections_per_ip` (None: no cap), `max_send_backlog` bytes
+    waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
+    authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` refused keys.
     """
 
     def __init__(
@@ -89,6 +93,9 @@ class SMCPServer:
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         max_connections_per_ip: int | None = DEFAULT_MAX_CONNECTIONS_PER_IP,
         max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG,
+        max_unauthenticated_bytes: int = DEFAULT_MAX_UNAUTHENTICATED_BYTES,
+        max_auth_failures_per_socket: int = DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
+        max_auth_failures_per_ip: int = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
         **socketio_options: Any,
     ) -> None:
         if request_timeout <= 0 or tool_call_buffer < 0:
@@ -111,10 +118,13 @@ class SMCPServer:
             read_timeout=read_timeout,
             max_connections_per_ip=max_connections_per_ip,
             max_send_backlog=max_send_backlog,
+            max_unauthenticated_bytes=max_unauthenticated_bytes,
+            max_auth_failures_per_socket=max_auth_failures_per_socket,
+            max_auth_failures_per_ip=max_auth_failures_per_ip,
         )
         self.sio = SocketIOServer(limits=self.limits, max_http_buffer_size=max_http_buffer_size, **options)
         self.registry = registry if registry is not None else InMemoryRegistry()
-        self.pending = PendingCalls()
+        self.pending = PendingCalls(self.sio)
         offices = Offices(self.sio, self.registry)
         membership = Membership(offices, as_provider(auth), on_session_gone=self.pending.peer_gone)
         broadcasts = Broadcasts(offices)
@@ -123,8 +133,8 @@ class SMCPServer:
 
         self.sio.on("connect", membership.connect, namespace=NAMESPACE)
         self.sio.on("disconnect", membership.disconnect, namespace=NAMESPACE)
-        self._handle(events.JOIN_OFFICE, membership.join, answer_with_join_ack)
-        self._handle(events.LEAVE_OFFICE, membership.leave, answer_with_join_ack)
+        self._handle(events.JOIN_OFFICE, membership.join)
+        self._handle(events.LEAVE_OFFICE, membership.leave)
         self._handle(events.LIST_ROOM, membership.list_room)
         self._handle(events.CANCEL_TOOL_CALL, broadcasts.cancel_tool_call)
         for event in events.UPDATE_TO_NOTIFICATION:
@@ -140,8 +150,8 @@ class SMCPServer:
         self._http: BackgroundHTTPServer | None = None
         self._stopped = False
 
-    def _handle(self, event: str, body: Any, answer: Any = answer_with_error_object) -> None:
-        self.sio.on(event, answer(event)(body), namespace=NAMESPACE)
+    def _handle(self, event: str, body: Any) -> None:
+        self.sio.on(event, answer_for(event)(body), namespace=NAMESPACE)
 
     # -- running inside another WSGI server ------------------------------------------------
 

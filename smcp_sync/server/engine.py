@@ -3,9 +3,8 @@ malformed packets, and bounded in what one client may hold (`limits.py`).
 
 Engine.IO (threading mode) starts one ping thread per connection that sleeps
 `ping_interval` (25 s) between pings, and closing a polling socket the usual way waits
-for the client to fetch its last packet (DESIGN §7). Our `stop()` must end every thread
-promptly, so sleeps here end at shutdown and `drop_all_connections` closes without
-waiting.
+for the client to fetch its last packet. Our `stop()` must end every thread promptly, so
+sleeps under way end at shutdown and `drop_all_connections` closes without waiting.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import threading
 import time
 from concurrent.futures import Future
 from typing import Any, Iterable
+from urllib.parse import parse_qs
 
 import engineio
 import socketio
@@ -24,12 +24,14 @@ from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
 from socketio import packet
 
 from ..protocol import events
-from ..protocol.errors import BadRequestError, ErrorCode
+from ..protocol.errors import AuthError, BadRequestError, ErrorCode
 from ..protocol.extensions import advertisement
 from ..threads.deadlines import Deadline, Deadlines
 from ..threads.worker_pool import WorkerPool
 from .admission import ConnectionsPerAddress
-from .limits import DEFAULT_MAX_SEND_BACKLOG, ServerLimits
+from .answers import refusal_for
+from .auth_failures import AuthFailures
+from .limits import DEFAULT_MAX_SEND_BACKLOG, DEFAULT_MAX_UNAUTHENTICATED_BYTES, ServerLimits
 from .request_deadlines import shutdown_socket
 from .send_backlog import BacklogQueue
 
@@ -52,11 +54,18 @@ class StoppableEngineIO(engineio.Server):
     def __init__(self, *args: Any, max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stopping = threading.Event()
+        self._monitor_clients = self.start_service_task
         self._dropping = False
         self.max_send_backlog = max_send_backlog
         #: Handshake deadlines and drops of overfull clients (never on a sender's thread).
         self.deadlines = Deadlines("smcp-engineio-deadlines")
-        self._websockets: dict[str, socket.socket] = {}
+        self._websockets: dict[str, _CuttableWebSocket] = {}
+        #: Engine.IO sessions whose namespace CONNECT was accepted: they may send messages
+        #: up to `max_http_buffer_size`; the others `max_unauthenticated_bytes` in all.
+        self.authenticated: set[str] = set()
+        self.max_unauthenticated_bytes = DEFAULT_MAX_UNAUTHENTICATED_BYTES
+        self._unauthenticated_bytes: dict[str, int] = {}
+        self._received_lock = threading.Lock()
         self._overflowing: set[str] = set()
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
 
@@ -64,14 +73,19 @@ class StoppableEngineIO(engineio.Server):
         self._stopping.wait(seconds)
 
     def shutdown(self) -> None:
-        """Idempotent (Engine.IO's own shutdown fails when called twice); the deadline
-        thread is stopped every time (clients reconnecting after `drop_all_connections`
-        start it again)."""
+        """End the background threads running now: sleeps under way, the service task,
+        the deadline thread. What starts afterwards (clients reconnecting after
+        `drop_all_connections`, which leaves the Server serving) works as before: sleeps
+        sleep again (a set event made every later ping thread ping in a loop, ~2,000
+        pings a second to each new client), the next connection starts the service task,
+        the next deadline its thread. Idempotent (Engine.IO's own shutdown fails when
+        called twice)."""
         self.deadlines.shutdown()
-        if self._stopping.is_set():
-            return
-        self._stopping.set()
-        super().shutdown()
+        stopping, self._stopping = self._stopping, threading.Event()
+        stopping.set()
+        if self.service_task_handle is not None:
+            super().shutdown()
+        self.start_service_task = self._monitor_clients
 
     def create_queue(self, *args: Any, **kwargs: Any) -> BacklogQueue:
         """Every Engine.IO socket's outgoing queue (the only queues engineio's server
@@ -99,9 +113,9 @@ class StoppableEngineIO(engineio.Server):
             sock.close(wait=False, abort=True)  # engineio < 4.11 takes no `reason`; the default is ours
             if isinstance(sock.queue, BacklogQueue):
                 sock.queue.discard()
-        raw = self._websockets.pop(eio_sid, None)
-        if raw is not None:
-            shutdown_socket(raw)
+        websocket = self._websockets.pop(eio_sid, None)
+        if websocket is not None and websocket.raw is not None:
+            shutdown_socket(websocket.raw)
 
     def send_packet(self, sid: str, pkt: Any) -> None:
         if self._dropping or sid in self._overflowing:
@@ -152,16 +166,74 @@ class StoppableEngineIO(engineio.Server):
 
         self.deadlines.call_at(0.0, drop)
 
-    def _websocket_opened(self, eio_sid: str, raw: socket.socket) -> None:
-        self._websockets[eio_sid] = raw
+    def set_authenticated(self, eio_sid: str, authenticated: bool) -> None:
+        """Lift the bound on what `eio_sid` sends (its namespace CONNECT was accepted), or
+        put it back, counting from zero (it left the namespace)."""
+        with self._received_lock:
+            self._unauthenticated_bytes.pop(eio_sid, None)
+            if authenticated:
+                self.authenticated.add(eio_sid)
+            else:
+                self.authenticated.discard(eio_sid)
+
+    def forget_session(self, eio_sid: str) -> None:
+        with self._received_lock:
+            self._unauthenticated_bytes.pop(eio_sid, None)
+            self.authenticated.discard(eio_sid)
+
+    def received(self, eio_sid: str, size: int) -> bool:
+        """Count `size` bytes about to be read from `eio_sid`; False once an
+        unauthenticated session is past `max_unauthenticated_bytes` (then it is closed
+        unread: engineio would read and decode any message up to
+        `max_http_buffer_size`, 16 MiB by default, before any check)."""
+        if eio_sid in self.authenticated or eio_sid not in self.sockets:  # gone: nothing of it is kept
+            return True
+        with self._received_lock:
+            total = self._unauthenticated_bytes[eio_sid] = self._unauthenticated_bytes.get(eio_sid, 0) + size
+        if total <= self.max_unauthenticated_bytes:
+            return True
+        logger.info(
+            "closing Engine.IO connection %s: it sent more than %d bytes before authenticating (max_unauthenticated_bytes)",
+            eio_sid,
+            self.max_unauthenticated_bytes,
+        )
+        return False
+
+    def handle_request(self, environ: dict[str, Any], start_response: Any) -> Any:
+        """Engine.IO's, counting a polling POST's length before its body is read
+        (`received`)."""
+        if environ.get("REQUEST_METHOD") == "POST":
+            eio_sid = _query_sid(environ.get("QUERY_STRING", ""))
+            if eio_sid in self.sockets and not self.received(eio_sid, _content_length(environ)):
+                self.cut(eio_sid)
+                start_response("413 Payload Too Large", [("Content-Type", "text/plain"), ("Connection", "close")])
+                return [b"too much sent before authentication"]
+        return super().handle_request(environ, start_response)
+
+    def _websocket_opened(self, eio_sid: str, websocket: _CuttableWebSocket) -> None:
+        self._websockets[eio_sid] = websocket
 
     def _websocket_closed(self, eio_sid: str) -> None:
         self._websockets.pop(eio_sid, None)
 
 
+def _query_sid(query: str) -> str | None:
+    sid = parse_qs(query).get("sid")
+    return sid[0] if sid else None
+
+
+def _content_length(environ: dict[str, Any]) -> int:
+    try:
+        return int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0
+
+
 class _CuttableWebSocket(SimpleWebSocketWSGI):
     """engineio's threading websocket, which registers its TCP socket with the server
-    (for `StoppableEngineIO.cut`), bounds reads and writes on it by the ping cycle
+    (for `StoppableEngineIO.cut`), counts what it reads (`StoppableEngineIO.received`: a
+    read past the bound fails, as a lost connection would, before the message is held),
+    bounds reads and writes on it by the ping cycle
     (engineio tries to but looks for attributes simple-websocket does not have: a
     vanished peer or a client that stops reading would hold the thread forever), and
     shuts it when closed (the thread reading it then returns; a client that never
@@ -169,29 +241,29 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
 
     def __init__(self, handler: Any, server: StoppableEngineIO, **kwargs: Any) -> None:
         super().__init__(handler, server, **kwargs)
+        self._eio_sid = handler.__self__.sid  # the handler is the Engine.IO socket's bound method
         self._server = server
-        self._raw: socket.socket | None = None
+        self.raw: socket.socket | None = None
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         key = next((k for k in _RAW_SOCKET_KEYS if k in environ), None)
         if key is None:  # a WSGI server that hands out no raw socket: engineio as it is
             return super().__call__(environ, start_response)
-        eio_sid = self.app.__self__.sid  # the handler is the Engine.IO socket's bound method
-        self._raw = environ[key]
-        self._raw.settimeout(self._server.ping_interval + self._server.ping_timeout)
-        self._server._websocket_opened(eio_sid, self._raw)
+        self.raw = environ[key]
+        self.raw.settimeout(self._server.ping_interval + self._server.ping_timeout)
+        self._server._websocket_opened(self._eio_sid, self)
         try:
-            return super().__call__({**environ, key: _WholeSends(self._raw)}, start_response)
+            return super().__call__({**environ, key: _CountedSocket(self.raw, self._server, self._eio_sid)}, start_response)
         finally:
-            self._server._websocket_closed(eio_sid)
+            self._server._websocket_closed(self._eio_sid)
 
     def close(self) -> None:
         try:
             super().close()
         except OSError:  # the peer is gone or not reading (send timed out)
             pass
-        if self._raw is not None:
-            shutdown_socket(self._raw)
+        if self.raw is not None:
+            shutdown_socket(self.raw)
 
 
 #: Where werkzeug and gunicorn put a request's TCP socket in the WSGI environment (the
@@ -199,17 +271,27 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
 _RAW_SOCKET_KEYS = ("werkzeug.socket", "gunicorn.socket")
 
 
-class _WholeSends:
-    """A TCP socket for simple-websocket whose `send` sends all of it: simple-websocket
+class _CountedSocket:
+    """A TCP socket for simple-websocket whose `send` sends all of it (simple-websocket
     ignores the count `socket.send` returns, and with a timeout set that may be part of
-    a frame."""
+    a frame) and whose reads count against the session's bound (`received`): past it a
+    read fails like a lost connection, which simple-websocket's reader thread ends on."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, server: StoppableEngineIO, eio_sid: str) -> None:
         self._sock = sock
+        self._server = server
+        self._eio_sid = eio_sid
 
     def send(self, data: bytes) -> int:
         self._sock.sendall(data)
         return len(data)
+
+    def recv(self, size: int) -> bytes:
+        data = self._sock.recv(size)
+        if not self._server.received(self._eio_sid, len(data)):
+            shutdown_socket(self._sock)
+            raise ConnectionAbortedError("sent too much before authenticating")
+        return data
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
@@ -234,11 +316,14 @@ class SocketIOServer(socketio.Server):
 
     def __init__(self, *args: Any, limits: ServerLimits = ServerLimits(), **kwargs: Any) -> None:
         super().__init__(*args, max_send_backlog=limits.max_send_backlog, **kwargs)
+        self.eio.max_unauthenticated_bytes = limits.max_unauthenticated_bytes
         self._handler_pool = WorkerPool("smcp-server-worker")
         self._inline_events: set[str] = set()
         self._handshake_timeout = limits.handshake_timeout
         self._per_address = ConnectionsPerAddress(limits.max_connections_per_ip)
-        self._admitted: dict[str, tuple[str, Deadline]] = {}  # eio_sid: (address, handshake deadline)
+        self._max_auth_failures = limits.max_auth_failures_per_socket
+        self.auth_failures = AuthFailures(limits.max_auth_failures_per_ip, self.eio.deadlines.call_at)
+        self._admitted: dict[str, _Admitted] = {}
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
@@ -270,13 +355,31 @@ class SocketIOServer(socketio.Server):
         super().shutdown()
         pool, self._handler_pool = self._handler_pool, WorkerPool("smcp-server-worker")
         pool.shutdown(timeout)
+        self.auth_failures.log_summary()
+
+    def forget_ack(self, sid: str, callback: Any) -> None:
+        """Drop the ack callback `callback` of an emit to `sid` (`pending.Acks`); a late
+        answer to it is then ignored by python-socketio."""
+        table = self.manager.callbacks.get(sid)
+        if table is not None:
+            for id, kept in list(table.items()):
+                if id != 0 and kept == callback:  # 0 holds the table's ack id counter
+                    table.pop(id, None)
+
+    def forget_acks(self, sid: str) -> None:
+        """Drop the ack table of `sid`, a session gone (on this process or another)."""
+        self.manager.callbacks.pop(sid, None)
 
     def _handle_eio_connect(self, eio_sid: str, environ: dict[str, Any]) -> Any:
         """python-socketio's, for at most `max_connections_per_ip` Engine.IO sessions per
-        client address (False makes engineio answer 401), each closed unless it connects
-        to a namespace within `handshake_timeout`: until then it has shown no
-        credentials, yet holds a worker thread (websocket) and memory."""
+        client address and none from an address backed off for failed authentications
+        (False makes engineio answer 401), each closed unless it connects to a namespace
+        within `handshake_timeout`: until then it has shown no credentials, yet holds a
+        worker thread (websocket) and memory."""
         address = str(environ.get("REMOTE_ADDR", ""))
+        if self.auth_failures.backed_off(address):
+            self.auth_failures.refused(address, checked=False, closed=True)
+            return False
         if not self._per_address.admit(address):
             logger.warning(
                 "refused a connection from %s: %d open from that address (max_connections_per_ip)",
@@ -284,35 +387,58 @@ class SocketIOServer(socketio.Server):
                 self._per_address.open_from(address),
             )
             return False
-        deadline = self.eio.deadlines.call_at(
-            time.monotonic() + self._handshake_timeout, lambda: self._end_handshake(eio_sid)
-        )
-        self._admitted[eio_sid] = (address, deadline)
+        self._admitted[eio_sid] = _Admitted(address, self._handshake_deadline(eio_sid))
         return super()._handle_eio_connect(eio_sid, environ)
 
     def _handle_eio_disconnect(self, eio_sid: str, *reason: Any) -> None:
         """python-socketio's (which takes a reason from 5.12 on), forgetting the session's
-        address and handshake deadline."""
+        address, handshake deadline and message bound."""
         super()._handle_eio_disconnect(eio_sid, *reason)
+        self.eio.forget_session(eio_sid)
         admitted = self._admitted.pop(eio_sid, None)
         if admitted is not None:
-            address, deadline = admitted
-            deadline.cancel()
-            self._per_address.release(address)
+            admitted.deadline.cancel()
+            self._per_address.release(admitted.address)
+
+    def _handshake_deadline(self, eio_sid: str) -> Deadline:
+        return self.eio.deadlines.call_at(time.monotonic() + self._handshake_timeout, lambda: self._end_handshake(eio_sid))
+
+    def _in_a_namespace(self, eio_sid: str) -> bool:
+        return any(self.manager.sid_from_eio_sid(eio_sid, ns) for ns in list(self.manager.get_namespaces()))
 
     def _end_handshake(self, eio_sid: str) -> None:
-        if eio_sid not in self.eio.sockets:
+        if eio_sid not in self.eio.sockets or self._in_a_namespace(eio_sid):
             return
-        if any(self.manager.sid_from_eio_sid(eio_sid, ns) for ns in list(self.manager.get_namespaces())):
-            return
-        address = self._admitted.get(eio_sid, ("?",))[0]
+        admitted = self._admitted.get(eio_sid)
         logger.info(
             "closed Engine.IO connection %s from %s: no namespace connect within %.1f s (handshake_timeout)",
             eio_sid,
-            address,
+            admitted.address if admitted is not None else "?",
             self._handshake_timeout,
         )
         self.eio.cut(eio_sid)
+
+    def _left_namespace(self, eio_sid: str) -> None:
+        """A session that is no longer in any namespace (it sent DISCONNECT, or the Server
+        disconnected it) but keeps its Engine.IO connection is back to unauthenticated:
+        the small message bound, and `handshake_timeout` to connect again or be closed."""
+        admitted = self._admitted.get(eio_sid)
+        sock = self.eio.sockets.get(eio_sid)
+        if admitted is None or sock is None or sock.closing or sock.closed or self._in_a_namespace(eio_sid):
+            return
+        self.eio.set_authenticated(eio_sid, False)
+        admitted.deadline.cancel()
+        admitted.deadline = self._handshake_deadline(eio_sid)
+
+    def _handle_disconnect(self, eio_sid: str, namespace: str | None, *reason: Any) -> None:
+        super()._handle_disconnect(eio_sid, namespace, *reason)
+        self._left_namespace(eio_sid)
+
+    def disconnect(self, sid: str, namespace: str | None = None, ignore_queue: bool = False) -> None:
+        eio_sid = self.manager.eio_sid_from_sid(sid, namespace or "/")
+        super().disconnect(sid, namespace, ignore_queue)
+        if eio_sid is not None:
+            self._left_namespace(eio_sid)
 
     def _handle_event_internal(
         self, server: socketio.Server, sid: str, eio_sid: str, data: Any, namespace: str, id: int | None
@@ -351,15 +477,37 @@ class SocketIOServer(socketio.Server):
 
     def _handle_connect(self, eio_sid: str, namespace: str | None, data: Any) -> None:
         """python-socketio's, refusing a second CONNECT for a namespace this Engine.IO
-        session already has a Socket.IO session in: python-socketio would make a second
-        sid on the same socket, and the first (still in its office room, still in the
-        registry) would outlive the disconnect, which ends only the newest."""
+        session already has a Socket.IO session in (python-socketio would make a second
+        sid on the same socket, and the first, still in its office room and registry,
+        would outlive the disconnect, which ends only the newest) and, unchecked, every
+        CONNECT from an address backed off for failed authentications. A session's
+        refused CONNECTs count (`auth_failures`); past `max_auth_failures_per_socket` it
+        is closed. An accepted one lifts the session's message bound."""
         if self.manager.sid_from_eio_sid(eio_sid, namespace or "/") is not None:
             logger.warning("refused a second connect to %s on Engine.IO session %s", namespace or "/", eio_sid)
-            refusal = {"message": "already connected to this namespace", "data": {"code": int(ErrorCode.BAD_REQUEST)}}
-            self._send_packet(eio_sid, self.packet_class(packet.CONNECT_ERROR, data=refusal, namespace=namespace))
+            self._refuse_connect(eio_sid, namespace, "already connected to this namespace", ErrorCode.BAD_REQUEST)
             return
-        super()._handle_connect(eio_sid, namespace, data)
+        admitted = self._admitted.get(eio_sid)
+        checked = admitted is None or not self.auth_failures.backed_off(admitted.address)
+        if checked:
+            super()._handle_connect(eio_sid, namespace, data)
+            if self.manager.sid_from_eio_sid(eio_sid, namespace or "/") is not None:
+                self.eio.set_authenticated(eio_sid, True)
+                return
+        else:
+            refusal = AuthError("too many failed authentications from this address; try again later")
+            self._refuse_connect(eio_sid, namespace, str(refusal), ErrorCode.UNAUTHORIZED)
+        if admitted is None:  # not admitted by `_handle_eio_connect`: closing already
+            return
+        admitted.refused += 1
+        closing = admitted.refused >= self._max_auth_failures
+        self.auth_failures.refused(admitted.address, checked=checked, closed=closing)
+        if closing:
+            self.eio.cut(eio_sid)
+
+    def _refuse_connect(self, eio_sid: str, namespace: str | None, message: str, code: ErrorCode) -> None:
+        refusal = {"message": message, "data": {"code": int(code)}}
+        self._send_packet(eio_sid, self.packet_class(packet.CONNECT_ERROR, data=refusal, namespace=namespace))
 
     def _handle_event(self, eio_sid: str, namespace: str | None, id: int | None, data: Any) -> None:
         """python-socketio's, for well-formed events whose name is not reserved. It would
@@ -380,23 +528,49 @@ class SocketIOServer(socketio.Server):
             logger.warning("dropped a malformed packet from %s: %s", eio_sid, why)
             return
         namespace, id = header.group("namespace"), header.group("id")
-        self._answer_refusal(eio_sid, namespace, int(id) if id else None, f"malformed event packet: {why}")
+        name = _EVENT_NAME.match(data, header.end())
+        self._answer_refusal(
+            eio_sid, namespace, int(id) if id else None, f"malformed event packet: {why}", event=name and name.group(1)
+        )
 
     def _answer_refusal(
-        self, eio_sid: str, namespace: str | None, id: int | None, message: str, details: dict[str, Any] | None = None
+        self,
+        eio_sid: str,
+        namespace: str | None,
+        id: int | None,
+        message: str,
+        details: dict[str, Any] | None = None,
+        event: str | None = None,
     ) -> None:
+        """A 400 in the shape `event` answers with (`answers.refusal_for`), to a packet
+        no handler runs for."""
         namespace = namespace or "/"
         sid = self.manager.sid_from_eio_sid(eio_sid, namespace)
         logger.warning("refused an event from %s: %s", sid or eio_sid, message)
         if sid is None or id is None:
             return
-        self._send_answer(eio_sid, namespace, id, BadRequestError(message, details=details).to_wire())
+        self._send_answer(eio_sid, namespace, id, refusal_for(event, BadRequestError(message, details=details)))
+
+
+class _Admitted:
+    """An Engine.IO session's client address, its handshake deadline (re-armed when it
+    leaves its namespace) and how many of its namespace CONNECTs were refused."""
+
+    __slots__ = ("address", "deadline", "refused")
+
+    def __init__(self, address: str, deadline: Deadline) -> None:
+        self.address = address
+        self.deadline = deadline
+        self.refused = 0
 
 
 #: Socket.IO packet types BINARY_EVENT and BINARY_ACK, as the first character of a packet.
 _BINARY_PACKET_TYPES = frozenset({str(packet.BINARY_EVENT), str(packet.BINARY_ACK)})
 #: The start of a Socket.IO (BINARY_)EVENT packet: type, attachments, namespace, ack id.
 _EVENT_HEADER = re.compile(r"[25](?:\d+-)?(?:(?P<namespace>/[^,?]*)[^,]*,)?(?P<id>\d{1,15})?")
+#: The event name a packet's JSON array starts with (when it is a plain string), read
+#: without decoding the rest: what a refusal's shape depends on.
+_EVENT_NAME = re.compile(r'\s*\[\s*"([^"\\]{1,200})"')
 
 
 class StoppableRedisManager(socketio.RedisManager):

@@ -28,6 +28,7 @@ INFO and below when smcp_sync logs INFO, otherwise warnings and errors only.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from typing import Any, Callable
 
@@ -87,12 +88,15 @@ class GunicornServer(BaseApplication):
 
     def serve(self) -> None:
         """Run until a signal stops gunicorn; returns normally on a clean stop, raises
-        KeyboardInterrupt after a clean stop on SIGINT."""
+        KeyboardInterrupt after a clean stop on SIGINT. Only in this process: the worker,
+        forked inside `arbiter.run()`, leaves it by SystemExit, which goes on up there
+        (returning would run the caller's code after `serve()` once more, in the worker)."""
         arbiter = _Arbiter(self)
+        master = os.getpid()
         try:
             arbiter.run()
         except SystemExit as exc:
-            if exc.code not in (0, None):
+            if exc.code not in (0, None) or os.getpid() != master:
                 raise
         if arbiter.interrupted:
             raise KeyboardInterrupt

@@ -1,5 +1,6 @@
-"""What one client may hold of the Server: time before it authenticates, time to send a
-request, connections per address, bytes waiting to be sent to it.
+"""What one client may hold of the Server: time before it authenticates, the size of what
+it sends before then, failed authentications, time to send a request, connections per
+address, bytes waiting to be sent to it.
 
 Why: without these, sockets that never authenticate, requests sent half-way and clients
 that stop reading hold worker threads and memory for as long as they like, and a few
@@ -17,6 +18,17 @@ import attrs
 #: Seconds an Engine.IO connection may stay without a Socket.IO namespace (the CONNECT
 #: packet that carries the credentials) before it is closed.
 DEFAULT_HANDSHAKE_TIMEOUT = 5.0
+#: Bytes a connection may send (its messages, in all) before its namespace CONNECT is
+#: accepted (a CONNECT carrying credentials is small); past it the connection is closed
+#: unread, so an unauthenticated client never has the Server hold or decode messages of
+#: `max_http_buffer_size`.
+DEFAULT_MAX_UNAUTHENTICATED_BYTES = 8 * 1024
+#: Refused namespace CONNECTs (wrong key, unknown namespace) one Engine.IO connection may
+#: have: the refusal that reaches it also closes the connection.
+DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET = 3
+#: Refused namespace CONNECTs one client address may make within `AUTH_FAILURE_WINDOW`
+#: seconds before it is backed off (`auth_failures`).
+DEFAULT_MAX_AUTH_FAILURES_PER_IP = 10
 #: Seconds a client has to send a request's line and headers (also: to start its next
 #: request on a kept-alive connection). Under `serve()` a legitimate client queued behind
 #: hostile ones waits for this to free threads: short.
@@ -61,4 +73,7 @@ class ServerLimits:
         default=DEFAULT_MAX_CONNECTIONS_PER_IP, validator=_positive_int_or_none
     )
     max_send_backlog: int = attrs.field(default=DEFAULT_MAX_SEND_BACKLOG, validator=_positive_int)
+    max_unauthenticated_bytes: int = attrs.field(default=DEFAULT_MAX_UNAUTHENTICATED_BYTES, validator=_positive_int)
+    max_auth_failures_per_socket: int = attrs.field(default=DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET, validator=_positive_int)
+    max_auth_failures_per_ip: int = attrs.field(default=DEFAULT_MAX_AUTH_FAILURES_PER_IP, validator=_positive_int)
 

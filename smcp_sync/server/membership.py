@@ -149,7 +149,8 @@ class Membership(RegistryListener):
             logger.exception("auth provider failed for session %s; refusing it", sid)
             identity = False
         if not identity:
-            logger.warning("refused connection %s from %s: authentication failed", sid, environ.get("REMOTE_ADDR"))
+            # one line per refusal at debug only: the engine logs counts per address (auth_failures)
+            logger.debug("refused connection %s from %s: authentication failed", sid, environ.get("REMOTE_ADDR"))
             raise socketio.exceptions.ConnectionRefusedError(str(AuthError("authentication failed")))
         return identity
 

@@ -6,6 +6,12 @@ ack callback itself and keeps the requests here: each settles once — by the Co
 answer, by its disconnect (the disconnect handler settles every request of that sid at
 once, so the Agent gets its error immediately), or by its deadline — and its `future`
 then holds the answer for the Agent. No thread waits on it meanwhile.
+
+python-socketio keeps the ack callback of an emit until the answer comes, which for a
+call that timed out may be never, and keeps a table per session called until that
+session disconnects from *this* process (never, for a Computer on another Server
+process). So a request that ends without its answer drops its callback, and a peer
+gone drops its table (`Acks`): nothing of a call stays once it has ended (issue 24).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import concurrent.futures
 import enum
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..threads.deadlines import Deadline, Deadlines
 
@@ -23,6 +29,14 @@ class Outcome(enum.Enum):
     ANSWERED = "answered"
     PEER_GONE = "peer gone"
     TIMED_OUT = "timed out"
+
+
+class Acks(Protocol):
+    """Where the Socket.IO server keeps the ack callbacks of its emits."""
+
+    def forget_ack(self, sid: str, callback: Callable[..., Any]) -> None: ...
+
+    def forget_acks(self, sid: str) -> None: ...
 
 
 #: Turns how a request ended (and the Computer's ack arguments) into the answer for the
@@ -39,7 +53,7 @@ class ForwardedRequest:
         self._sid = sid
         self._relay = relay
         self._lock = threading.Lock()
-        self._settled = False
+        self._settled: Outcome | None = None
         self._deadline: Deadline | None = None
 
     def answer(self, *args: Any) -> None:
@@ -49,25 +63,33 @@ class ForwardedRequest:
     def peer_gone(self) -> None:
         self._settle(Outcome.PEER_GONE, ())
 
+    def emitted(self) -> None:
+        """Call once the request is emitted: if it ended unanswered before (a timeout
+        shorter than the emit), the ack callback the emit just made is dropped too."""
+        with self._lock:
+            unanswered = self._settled not in (None, Outcome.ANSWERED)
+        if unanswered:
+            self._pending._acks.forget_ack(self._sid, self.answer)
+
     def _time_out(self) -> None:
         self._settle(Outcome.TIMED_OUT, ())
 
     def _arm(self, deadline: Deadline) -> None:
         with self._lock:
-            if not self._settled:
+            if self._settled is None:
                 self._deadline = deadline
                 return
         deadline.cancel()  # settled meanwhile (its peer left)
 
     def _settle(self, outcome: Outcome, args: tuple[Any, ...]) -> None:
         with self._lock:
-            if self._settled:
+            if self._settled is not None:
                 return
-            self._settled = True
+            self._settled = outcome
             deadline = self._deadline
         if deadline is not None:
             deadline.cancel()
-        self._pending._forget(self._sid, self)  # before answering: the answer ends the call
+        self._pending._forget(self._sid, self, answered=outcome is Outcome.ANSWERED)  # before answering: it ends the call
         try:
             self.future.set_result(self._relay(outcome, args))
         except Exception as exc:
@@ -77,7 +99,8 @@ class ForwardedRequest:
 class PendingCalls:
     """Forwarded requests grouped by the sid they wait on, with their deadlines."""
 
-    def __init__(self) -> None:
+    def __init__(self, acks: Acks) -> None:
+        self._acks = acks
         self._lock = threading.Lock()
         self._by_sid: dict[str, set[ForwardedRequest]] = {}
         self._deadlines = Deadlines("smcp-server-deadlines")
@@ -93,11 +116,13 @@ class PendingCalls:
         return request
 
     def peer_gone(self, sid: str) -> int:
-        """Settle every request to `sid` with `Outcome.PEER_GONE`; return how many."""
+        """Settle every request to `sid` with `Outcome.PEER_GONE`, drop its ack table;
+        return how many."""
         with self._lock:
             requests = list(self._by_sid.get(sid, ()))
         for request in requests:
             request.peer_gone()
+        self._acks.forget_acks(sid)
         return len(requests)
 
     def shutdown(self, timeout: float = 5.0) -> None:
@@ -105,7 +130,9 @@ class PendingCalls:
         settled then); a later `forward` starts it again."""
         self._deadlines.shutdown(timeout)
 
-    def _forget(self, sid: str, request: ForwardedRequest) -> None:
+    def _forget(self, sid: str, request: ForwardedRequest, answered: bool) -> None:
+        if not answered:
+            self._acks.forget_ack(sid, request.answer)
         with self._lock:
             requests = self._by_sid.get(sid)
             if requests is not None:

@@ -104,6 +104,7 @@ class Router:
             forwarded.peer_gone()
         else:
             self._offices.sio.emit(event, args[0], to=target.sid, namespace=NAMESPACE, callback=forwarded.answer)
+            forwarded.emitted()
         return forwarded.future
 
     def _timeout_for(self, req: RoutedRequest) -> float:
