@@ -11,8 +11,6 @@ from typing import Any, Iterable, Mapping
 
 #: The auth-dict fields a key goes in by default: 0.4.2's, 0.1.x's and ours.
 DEFAULT_KEY_FIELDS = ("token", "access_token", "api_key")
-#: The header the official 0.1.x SDK sends the key in.
-OFFICIAL_01_KEY_HEADER = "access_token"
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")  # RFC 9110 field name
 _FORBIDDEN_IN_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

@@ -32,7 +32,7 @@ Decisions (DESIGN §2, §3, §7):
   the HTTP/1.1 connection open and parses the next websocket frames as an HTTP request
   line, blocking in `readline()` until the client gives up. Measured on loopback:
   `disconnect()` took 3.0 s in 12 of 20 runs against werkzeug. We send the close frame
-  and shut the socket down without waiting for the echo (`_PromptCloseWebSocket`):
+  and shut the socket down without waiting for the echo (`socketio_parts.PromptCloseWebSocket`):
   ~1 ms, and the server sees the disconnect within a few ms. Nothing is lost that the
   library did not already race away (it closes the socket while its writer thread may
   still be flushing).
@@ -41,13 +41,12 @@ Decisions (DESIGN §2, §3, §7):
   are handled on a pool of reused threads owned by the connection (`WorkerPool`), not on
   a new thread each as python-socketio does; incoming acks are resolved on the reader
   thread; outgoing messages are written by the sending thread, not handed to a writer
-  thread (`_PooledEngineIOClient`). `close()` stops the pool.
+  thread (`socketio_parts.PooledEngineIOClient`). `close()` stops the pool. Every use of the
+  libraries' internals is in `socketio_parts`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import threading
 import time
@@ -60,10 +59,9 @@ import engineio.packet
 import socketio
 import socketio.exceptions
 import socketio.packet
-import websocket
 
 from ..client_auth import checked_headers
-from ..message_limit import announced_limit, length_over, too_large
+from ..message_limit import length_over, too_large
 from ..protocol import events, extensions
 from ..protocol.codec import to_wire
 from ..protocol.conventions import error_from_ack
@@ -72,6 +70,15 @@ from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
 from .credentials import AuthSource, ConnectAuth
+from .socketio_parts import (
+    abort_reconnect,
+    announced,
+    bound_handshake,
+    new_client,
+    read_loop,
+    reconnect_task,
+    transport_connected,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -122,135 +129,6 @@ class ReconnectPolicy:
             "reconnection_delay_max": self.delay_max,
             "randomization_factor": self.randomization,
         }
-
-
-class _PromptCloseWebSocket(websocket.WebSocket):
-    """Sends the close frame but does not wait for the server's echo (see module doc), and
-    keeps what the Server announces in the Engine.IO open packet it receives first: its
-    limit on one message (`message_limit`) and the smcp_sync extensions it routes
-    (`protocol.extensions`)."""
-
-    max_message_length: int | None = None
-    peer_extensions: frozenset[str] = frozenset()
-    _opened = False
-
-    def recv(self) -> Any:
-        data = super().recv()
-        if not self._opened and isinstance(data, str) and data.startswith("0"):
-            self._opened = True
-            self.max_message_length = announced_limit(data)
-            self.peer_extensions = extensions.from_open_packet(data)
-        return data
-
-    def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
-        super().close(status, reason, timeout=0)
-
-
-class _PooledEngineIOClient(engineio.Client):
-    """Engine.IO client with fewer thread hand-offs per message (module doc).
-
-    Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
-    caller waiting for it: `_PendingRequest.resolve`); other messages run on `pool`
-    instead of a new thread each. Outgoing: a message is written to the websocket by the
-    thread that sends it instead of through the library's queue and writer thread;
-    control packets (pong, close) keep that path, and with it the writer's keep-alive
-    (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
-    concurrent writes safe. A write blocks only while the Server reads nothing (its socket
-    buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
-    after which the connection counts as lost), as the writer thread's would; other
-    senders wait for it within their own timeouts (`Connection._send`).
-    """
-
-    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._message_pool = pool
-
-    def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
-        """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
-        version check, `protocol.versioning`): Engine.IO reports only "Connection error",
-        while its polling transport would pass the body on as the second argument, which
-        python-socketio hands to `connect_error` handlers; so does this."""
-        try:
-            connected: bool = super()._connect_websocket(url, headers, engineio_path)
-            return connected
-        except engineio.exceptions.ConnectionError as exc:
-            refused = exc.__context__
-            if isinstance(refused, websocket.WebSocketBadStatusException) and refused.status_code == 400:
-                raise engineio.exceptions.ConnectionError(exc.args[0], _json_body(refused.resp_body)) from refused
-            raise
-
-    def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
-        if run_async and event == "message" and event in self.handlers:
-            if _is_ack(args[0]):
-                return super()._trigger_event(event, *args, run_async=False, **kwargs)
-            self._message_pool.submit(self.handlers[event], *args)
-            return None
-        return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
-
-    def _send_packet(self, pkt: engineio.packet.Packet) -> None:
-        ws = self.ws
-        if pkt.packet_type != engineio.packet.MESSAGE or self.current_transport != "websocket" or not self._writing(ws):
-            super()._send_packet(pkt)
-            return
-        if self.state != "connected":
-            return  # what the library does too: the disconnect fails pending requests
-        try:
-            if pkt.binary:
-                ws.send_binary(pkt.encode())
-            else:
-                ws.send(pkt.encode())
-        except (websocket.WebSocketException, OSError) as exc:
-            # The reader sees the same broken socket and reports the disconnect, which
-            # fails every pending request at once: nothing to warn about twice (and an
-            # orderly close racing a send is no fault at all).
-            logger.info("could not send a message, the connection is closing: %s", exc)
-
-    def _writing(self, ws: websocket.WebSocket | None) -> bool:
-        """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
-        previous one and the writer thread not started yet; it sends what was queued."""
-        return ws is not None and self.write_loop_task is not None
-
-
-def _json_body(body: bytes | None) -> Any:
-    try:
-        return json.loads(body or b"")
-    except ValueError:
-        return None
-
-
-def _is_ack(message: Any) -> bool:
-    """A Socket.IO ACK packet (type 3) in text form, e.g. ``3/smcp,12[...]``."""
-    return isinstance(message, str) and message[:1] == "3"
-
-
-class _PooledClient(socketio.Client):
-    """A `socketio.Client` on a `_PooledEngineIOClient` (via the hook python-socketio
-    provides for choosing the Engine.IO client class)."""
-
-    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
-        self._message_pool = pool
-        super().__init__(*args, **kwargs)
-
-    def _engineio_client_class(self) -> Callable[..., engineio.Client]:
-        return functools.partial(_PooledEngineIOClient, pool=self._message_pool)
-
-    def _handle_event(self, namespace: str | None, id: int | None, data: Any) -> None:
-        """python-socketio's, for well-formed events whose name is not reserved. It would
-        run the connection's own `disconnect` (or `connect`) handler for an *event* of
-        that name from the Server: the Agent or Computer would take itself for
-        disconnected, failing its pending requests, while still connected."""
-        if not (isinstance(data, list) and data and isinstance(data[0], str)):
-            self._refuse_event(namespace, id, "an event must be a JSON array whose first item is the event name")
-        elif data[0] in events.RESERVED_EVENT_NAMES:
-            self._refuse_event(namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", {"event": data[0]})
-        else:
-            super()._handle_event(namespace, id, data)
-
-    def _refuse_event(self, namespace: str | None, id: int | None, message: str, details: Any = None) -> None:
-        logger.warning("refused an event from the Server: %s", message)
-        if id is not None:  # the Server waits for an answer: a coded error
-            refusal = BadRequestError(message, details=details).to_wire()
-            self._send_packet(self.packet_class(socketio.packet.ACK, namespace=namespace or "/", id=id, data=[refusal]))
 
 
 class _PendingRequest:
@@ -313,15 +191,8 @@ class Connection:
         """A fresh client per `connect`: the previous one may still be winding down on a
         library thread after a server-initiated disconnect, and its late events must not
         touch this connection's state (hence the `client is self._sio` checks)."""
-        client = _PooledClient(
-            pool=self._pool,
-            handle_sigint=False,
-            # skip websocket-client's pure-Python UTF-8 check of each text frame (~0.25 s per
-            # MB: it capped blob chunks from the Server at ~1.5 MB/s); recv() still decodes
-            # the frame as UTF-8, so invalid text fails there all the same
-            websocket_extra_options={"class_": _PromptCloseWebSocket, "skip_utf8_validation": True},
-            request_timeout=DEFAULT_CONNECT_TIMEOUT,
-            **self._reconnect.client_options(),
+        client = new_client(
+            self._pool, DEFAULT_CONNECT_TIMEOUT, handle_sigint=False, **self._reconnect.client_options()
         )
         client.on("connect", lambda: self._on_connect(client), namespace=events.NAMESPACE)
         client.on("disconnect", lambda reason="": self._on_disconnect(client, reason), namespace=events.NAMESPACE)
@@ -350,14 +221,15 @@ class Connection:
     def max_message_length(self) -> int | None:
         """The longest message (in characters) the Server accepts, as it announced it on
         connecting; longer requests and answers are refused here (`message_limit`)."""
-        return getattr(getattr(self._sio.eio, "ws", None), "max_message_length", None)
+        ws = announced(self._sio)
+        return ws.max_message_length if ws is not None else None
 
     @property
     def peer_extensions(self) -> frozenset[str]:
         """The smcp_sync extension requests the Server said it routes when connecting
         (none for an official SDK's Server: `protocol.extensions`)."""
-        requested: frozenset[str] = getattr(getattr(self._sio.eio, "ws", None), "peer_extensions", frozenset())
-        return requested
+        ws = announced(self._sio)
+        return ws.peer_extensions if ws is not None else frozenset()
 
     @property
     def sid(self) -> str | None:
@@ -385,7 +257,7 @@ class Connection:
             self._refusal = None
             self._url = url
             self._sio = client = self._new_client()
-        client.eio.request_timeout = timeout  # bounds the websocket handshake
+        bound_handshake(client, timeout)
         try:
             client.connect(
                 handshake_url(url, self._handshake_query()),
@@ -455,19 +327,18 @@ class Connection:
         client.reconnection = False
         deadline = time.monotonic() + DEFAULT_CLOSE_TIMEOUT
         while True:
-            if client.eio.state == "connected":
+            if transport_connected(client):
                 client.disconnect()
-            read_loop = client.eio.read_loop_task
-            if read_loop is not None and read_loop is not threading.current_thread():
-                read_loop.join(max(0.0, deadline - time.monotonic()))
-            task = client._reconnect_task  # private, as in `Client.shutdown()` itself
-            if (task is None or not task.is_alive()) and client.eio.state != "connected":
+            reader = read_loop(client)
+            if reader is not None and reader is not threading.current_thread():
+                reader.join(max(0.0, deadline - time.monotonic()))
+            task = reconnect_task(client)
+            if (task is None or not task.is_alive()) and not transport_connected(client):
                 return
             if time.monotonic() >= deadline:
                 return  # `close` reports the threads still running
             if task is not None:
-                if client._reconnect_abort is not None:
-                    client._reconnect_abort.set()
+                abort_reconnect(client)
                 task.join(_RECONNECT_ABORT_POLL)
 
     def __enter__(self) -> Connection:
@@ -570,7 +441,7 @@ class Connection:
             self._state_changed.wait(remaining)
 
     def _send(self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float) -> None:
-        """Write the message (on this thread: `_PooledEngineIOClient`), after the one another
+        """Write the message (on this thread: `socketio_parts.PooledEngineIOClient`), after the one another
         thread is writing; waiting for that is bounded by `timeout` (408)."""
         self._check_length(event, payload)
         if not self._emit_lock.acquire(timeout=max(0.0, timeout)):
@@ -680,8 +551,7 @@ class Connection:
             self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
             self._state_changed.notify_all()
         client.reconnection = False
-        if client._reconnect_abort is not None:  # private, as in `Client.shutdown()` itself
-            client._reconnect_abort.set()
+        abort_reconnect(client)
         logger.error("%s %r stops reconnecting: %s", self.role, self.name, refusal_error(self._refusal, self._url or ""))
 
     def _connect_failure(self, url: str, exc: Exception) -> SMCPError:

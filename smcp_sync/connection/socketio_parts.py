@@ -1,0 +1,213 @@
+"""The one module that touches python-socketio's, python-engineio's and
+websocket-client's internals on the client side: subclasses that change how a message
+is read, written and dispatched, and the few private attributes the session must reach.
+Everything else of `connection` uses the libraries' public API, so a new release of
+them is checked here (tox's `lowest` environment runs the lowest versions setup.cfg
+allows; the others the newest).
+
+Why each part (the session's module doc, `session`, says more):
+
+* `PromptCloseWebSocket` sends the close frame without waiting for the echo (werkzeug
+  never sends one in time) and keeps what the Server announced in its open packet.
+* `PooledEngineIOClient` resolves acks on the reader thread, runs other messages on the
+  connection's `WorkerPool`, and writes messages on the sending thread.
+* `PooledClient` refuses events from the Server that are malformed or named like
+  Socket.IO's own (`connect`, `disconnect`), which the library would dispatch to the
+  connection's lifecycle handlers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from typing import Any, Callable
+
+import engineio.exceptions
+import engineio.packet
+import socketio
+import socketio.packet
+import websocket
+
+from ..message_limit import announced_limit
+from ..protocol import events, extensions
+from ..protocol.errors import BadRequestError
+from ..threads.worker_pool import WorkerPool
+
+logger = logging.getLogger(__name__)
+
+
+class PromptCloseWebSocket(websocket.WebSocket):
+    """Sends the close frame but does not wait for the server's echo (see module doc), and
+    keeps what the Server announces in the Engine.IO open packet it receives first: its
+    limit on one message (`message_limit`) and the smcp_sync extensions it routes
+    (`protocol.extensions`)."""
+
+    max_message_length: int | None = None
+    peer_extensions: frozenset[str] = frozenset()
+    _opened = False
+
+    def recv(self) -> Any:
+        data = super().recv()
+        if not self._opened and isinstance(data, str) and data.startswith("0"):
+            self._opened = True
+            self.max_message_length = announced_limit(data)
+            self.peer_extensions = extensions.from_open_packet(data)
+        return data
+
+    def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
+        super().close(status, reason, timeout=0)
+
+
+class PooledEngineIOClient(engineio.Client):
+    """Engine.IO client with fewer thread hand-offs per message (module doc).
+
+    Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
+    caller waiting for it: `session._PendingRequest.resolve`); other messages run on `pool`
+    instead of a new thread each. Outgoing: a message is written to the websocket by the
+    thread that sends it instead of through the library's queue and writer thread;
+    control packets (pong, close) keep that path, and with it the writer's keep-alive
+    (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
+    concurrent writes safe. A write blocks only while the Server reads nothing (its socket
+    buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
+    after which the connection counts as lost), as the writer thread's would; other
+    senders wait for it within their own timeouts (`Connection._send`).
+    """
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._message_pool = pool
+
+    def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
+        """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
+        version check, `protocol.versioning`): Engine.IO reports only "Connection error",
+        while its polling transport would pass the body on as the second argument, which
+        python-socketio hands to `connect_error` handlers; so does this."""
+        try:
+            connected: bool = super()._connect_websocket(url, headers, engineio_path)
+            return connected
+        except engineio.exceptions.ConnectionError as exc:
+            refused = exc.__context__
+            if isinstance(refused, websocket.WebSocketBadStatusException) and refused.status_code == 400:
+                raise engineio.exceptions.ConnectionError(exc.args[0], _json_body(refused.resp_body)) from refused
+            raise
+
+    def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
+        if run_async and event == "message" and event in self.handlers:
+            if _is_ack(args[0]):
+                return super()._trigger_event(event, *args, run_async=False, **kwargs)
+            self._message_pool.submit(self.handlers[event], *args)
+            return None
+        return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
+
+    def _send_packet(self, pkt: engineio.packet.Packet) -> None:
+        ws = self.ws
+        if pkt.packet_type != engineio.packet.MESSAGE or self.current_transport != "websocket" or not self._writing(ws):
+            super()._send_packet(pkt)
+            return
+        if self.state != "connected":
+            return  # what the library does too: the disconnect fails pending requests
+        try:
+            if pkt.binary:
+                ws.send_binary(pkt.encode())
+            else:
+                ws.send(pkt.encode())
+        except (websocket.WebSocketException, OSError) as exc:
+            # The reader sees the same broken socket and reports the disconnect, which
+            # fails every pending request at once: nothing to warn about twice (and an
+            # orderly close racing a send is no fault at all).
+            logger.info("could not send a message, the connection is closing: %s", exc)
+
+    def _writing(self, ws: websocket.WebSocket | None) -> bool:
+        """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
+        previous one and the writer thread not started yet; it sends what was queued."""
+        return ws is not None and self.write_loop_task is not None
+
+
+def _json_body(body: bytes | None) -> Any:
+    try:
+        return json.loads(body or b"")
+    except ValueError:
+        return None
+
+
+def _is_ack(message: Any) -> bool:
+    """A Socket.IO ACK packet (type 3) in text form, e.g. ``3/smcp,12[...]``."""
+    return isinstance(message, str) and message[:1] == "3"
+
+
+class PooledClient(socketio.Client):
+    """A `socketio.Client` on a `PooledEngineIOClient` (via the hook python-socketio
+    provides for choosing the Engine.IO client class)."""
+
+    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+        self._message_pool = pool
+        super().__init__(*args, **kwargs)
+
+    def _engineio_client_class(self) -> Callable[..., engineio.Client]:
+        return functools.partial(PooledEngineIOClient, pool=self._message_pool)
+
+    def _handle_event(self, namespace: str | None, id: int | None, data: Any) -> None:
+        """python-socketio's, for well-formed events whose name is not reserved. It would
+        run the connection's own `disconnect` (or `connect`) handler for an *event* of
+        that name from the Server: the Agent or Computer would take itself for
+        disconnected, failing its pending requests, while still connected."""
+        if not (isinstance(data, list) and data and isinstance(data[0], str)):
+            self._refuse_event(namespace, id, "an event must be a JSON array whose first item is the event name")
+        elif data[0] in events.RESERVED_EVENT_NAMES:
+            self._refuse_event(namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", {"event": data[0]})
+        else:
+            super()._handle_event(namespace, id, data)
+
+    def _refuse_event(self, namespace: str | None, id: int | None, message: str, details: Any = None) -> None:
+        logger.warning("refused an event from the Server: %s", message)
+        if id is not None:  # the Server waits for an answer: a coded error
+            refusal = BadRequestError(message, details=details).to_wire()
+            self._send_packet(self.packet_class(socketio.packet.ACK, namespace=namespace or "/", id=id, data=[refusal]))
+
+
+def new_client(pool: WorkerPool, request_timeout: float, **options: Any) -> PooledClient:
+    """A client writing and dispatching as above, with the websocket transport's options."""
+    return PooledClient(
+        pool=pool,
+        # skip websocket-client's pure-Python UTF-8 check of each text frame (~0.25 s per
+        # MB: it capped blob chunks from the Server at ~1.5 MB/s); recv() still decodes
+        # the frame as UTF-8, so invalid text fails there all the same
+        websocket_extra_options={"class_": PromptCloseWebSocket, "skip_utf8_validation": True},
+        request_timeout=request_timeout,
+        **options,
+    )
+
+
+def bound_handshake(client: socketio.Client, timeout: float) -> None:
+    """Bound the websocket handshake of the next connect by `timeout` seconds."""
+    client.eio.request_timeout = timeout
+
+
+def announced(client: socketio.Client) -> PromptCloseWebSocket | None:
+    """The websocket that read the Server's open packet (what it announced), if any."""
+    ws = getattr(client.eio, "ws", None)
+    return ws if isinstance(ws, PromptCloseWebSocket) else None
+
+
+def transport_connected(client: socketio.Client) -> bool:
+    return bool(client.eio.state == "connected")
+
+
+def read_loop(client: socketio.Client) -> threading.Thread | None:
+    """The thread reading the websocket (it decides whether a drop reconnects)."""
+    task: threading.Thread | None = client.eio.read_loop_task
+    return task
+
+
+def reconnect_task(client: socketio.Client) -> threading.Thread | None:
+    """The thread of a reconnect under way (private, as in `Client.shutdown()` itself)."""
+    task: threading.Thread | None = client._reconnect_task
+    return task
+
+
+def abort_reconnect(client: socketio.Client) -> None:
+    """Make a reconnect under way give up (private, as in `Client.shutdown()` itself)."""
+    if client._reconnect_abort is not None:
+        client._reconnect_abort.set()
