@@ -1,5 +1,6 @@
 """Fixtures of the reliability suite: one exit stack per test that closes every part it
-started (Servers, Computers, Agents), after which `no_leaks` checks the baseline."""
+started (Servers, Computers, Agents), after which `no_leaks` checks the baseline; Servers
+in child processes (`server_process`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import threading
 from typing import Iterator
 
 import pytest
+
+from .server_process import ServerProcess
 
 
 @pytest.fixture
@@ -27,3 +30,17 @@ def thread_deaths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(threading, "excepthook", record)
     return deaths
+
+
+@pytest.fixture
+def server_process(tmp_path, no_leaks) -> Iterator:
+    """`server_process(**options)`: a started `ServerProcess`, stopped after the test."""
+    started: list[ServerProcess] = []
+
+    def start(**options: object) -> ServerProcess:
+        started.append(ServerProcess(tmp_path / f"server-{len(started)}.log", **options))
+        return started[-1]
+
+    yield start
+    for child in started:
+        child.stop()

@@ -59,3 +59,27 @@ def test_malformed_socketio_packets_get_coded_errors(stack, thread_deaths, caplo
     assert [r.getMessage()[:200] for r in caplog.records if r.levelno >= logging.ERROR] == []
     listed = raw.ask(json.dumps([events.LIST_ROOM, {"agent": "a1", "req_id": "r", "office_id": OFFICE}]))
     assert [s["name"] for s in listed[0]["sessions"]] == ["a1"]
+
+
+#: Packets refused before any handler runs: binary (A2C-SMCP is JSON only) and undecodable.
+REFUSED_FORMS = {
+    "binary": '51-{ns},{id}["{event}",{{"_placeholder":true,"num":0}}]',
+    "undecodable": '2{ns},{id}["{event}",{{"office_id":',
+}
+
+
+@pytest.mark.parametrize("form", sorted(REFUSED_FORMS))
+def test_packets_refused_before_any_handler_are_answered_in_the_events_own_shape(server_process, form):
+    server = server_process()
+    raw = RawSocket(server.url, auth={})
+    try:
+        for ack_id, event in enumerate([events.JOIN_OFFICE, events.LEAVE_OFFICE, events.TOOL_CALL], start=1):
+            packet = REFUSED_FORMS[form].format(ns=events.NAMESPACE, id=ack_id, event=event)
+            answer = raw.send_packet(packet, ack_id)
+            if event == events.TOOL_CALL:  # client:* events answer the flat error
+                error = coded_error(answer[0])
+                assert len(answer) == 1 and error is not None and error.code == 400, answer
+            else:  # join and leave answer [false, "[code] message"], as for any bad payload
+                assert answer[0] is False and answer[1].startswith("[400] malformed event packet"), answer
+    finally:
+        raw.close()

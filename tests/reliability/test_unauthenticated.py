@@ -8,20 +8,16 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import struct
 import threading
 import urllib.request
-from typing import Iterator
 
-import pytest
 import websocket
 
 from smcp_sync.protocol import events
 
 from .hostile import IO_TIMEOUT, close_all, closed_by_server, engineio_websocket, tcp_connection
 from .raw_socket import RawSocket
-from .server_process import ServerProcess
 
 KEY = "the-right-key"
 MiB = 1024 * 1024
@@ -29,19 +25,6 @@ MiB = 1024 * 1024
 #: read and decode whole from an authenticated client.
 BIG = 16 * MiB - 4096
 REAPED_WITHIN = 10.0
-
-
-@pytest.fixture
-def server_process(tmp_path, no_leaks) -> Iterator:
-    started: list[ServerProcess] = []
-
-    def start(**options: object) -> ServerProcess:
-        started.append(ServerProcess(tmp_path / f"server-{len(started)}.log", **options))
-        return started[-1]
-
-    yield start
-    for child in started:
-        child.stop()
 
 
 def _send_big_text_frame(ws: websocket.WebSocket, size: int) -> int:
