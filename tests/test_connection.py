@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from smcp_sync.connection import session
+from smcp_sync.connection.rejoin import RejoinPolicy
 from smcp_sync.connection.session import Connection, NotConnectedError, ReconnectPolicy
 
 from smcp_sync.protocol import events
@@ -370,7 +372,9 @@ def test_after_a_crash_pending_calls_fail_fast_and_the_office_is_rejoined(no_lea
 
 
 @pytest.mark.timeout(60)
-def test_a_refused_rejoin_forgets_the_office_and_requests_go_on(no_leaks, unused_port, caplog):
+def test_a_refused_rejoin_forgets_the_office_and_requests_go_on(no_leaks, unused_port, caplog, monkeypatch):
+    # 4101 may lift (test_rejoin.py): retried, here for a second only, then given up
+    monkeypatch.setattr(session, "REJOIN", RejoinPolicy(delay=0.1, delay_max=0.2, give_up_after=1.0))
     first = _ChildServer(unused_port)
     connection = Connection("agent", "a1", reconnect=FAST_RECONNECT)
     rejoined: list[str] = []
@@ -386,7 +390,7 @@ def test_a_refused_rejoin_forgets_the_office_and_requests_go_on(no_leaks, unused
         whoami = connection.call("test:whoami", {}, timeout=10)  # waits until the re-join is over
         assert whoami == {"sid": connection.sid, "office_id": None}
         assert connection.office_id is None and rejoined == []
-        assert "could not re-join office 'office-1' after reconnecting: [4101]" in caplog.text
+        assert "could not re-join office 'office-1' after reconnecting (" in caplog.text and ": [4101]" in caplog.text
     finally:
         connection.close()
         first.kill()

@@ -19,8 +19,10 @@ Decisions (DESIGN §2, §3, §7):
 * Reconnection is python-socketio's own, configured by `ReconnectPolicy` (on by default:
   first retry after ~0.5 s, doubling up to 5 s, retried until `close()`). It only happens
   after a transport drop; a server-initiated disconnect is final (library behaviour).
-  After a reconnect the connection re-joins the office it was in, then runs the
-  `on_rejoined` callbacks. Requests made meanwhile wait (within their own timeout) for
+  After a reconnect the connection re-joins the office it was in (a refusal that may
+  lift, e.g. its old session still holding its place, is retried for up to a minute:
+  `rejoin`), then runs the `on_rejoined` callbacks, or `on_rejoin_failed` (and logs an
+  error) when it gives up. Requests made meanwhile wait (within their own timeout) for
   the re-join instead of reaching the server outside any office.
 * Requests pending when the connection drops fail at once with `NotConnectedError`
   (python-socketio would let them wait out their whole timeout).
@@ -70,6 +72,7 @@ from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
 from .credentials import AuthSource, ConnectAuth
+from .rejoin import RETRIED_CODES, RejoinPolicy
 from .socketio_parts import (
     abort_reconnect,
     announced,
@@ -86,6 +89,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Seconds `join_office` / `leave_office` wait for the Server's ack by default.
 DEFAULT_JOIN_TIMEOUT = 10.0
+#: How an automatic re-join retries refusals that may lift (`rejoin`).
+REJOIN = RejoinPolicy()
 #: Seconds `emit` waits for a message another thread is writing to be written.
 DEFAULT_EMIT_TIMEOUT = 10.0
 #: Seconds `close` waits for the client's threads by default.
@@ -185,6 +190,7 @@ class Connection:
         self._office_id: str | None = None
         self._pending: set[_PendingRequest] = set()
         self._rejoined_callbacks: list[Callable[[str], None]] = []
+        self._rejoin_failed_callbacks: list[Callable[[str, SMCPError], None]] = []
         self._refusal: Any = None
 
     def _new_client(self) -> socketio.Client:
@@ -292,6 +298,7 @@ class Connection:
         deadline = time.monotonic() + timeout
         with self._state_changed:
             self._closing = True
+            self._state_changed.notify_all()  # a re-join pausing between attempts ends
         closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
         closer.start()
         closer.join(timeout)
@@ -370,6 +377,12 @@ class Connection:
         """Call `callback(office_id)` after each automatic re-join (on a Socket.IO thread:
         keep it short, hand long work to another thread)."""
         self._rejoined_callbacks.append(callback)
+
+    def on_rejoin_failed(self, callback: Callable[[str, SMCPError], None]) -> None:
+        """Call `callback(office_id, error)` when an automatic re-join is given up
+        (refused for good, or still refused after `rejoin.RejoinPolicy.give_up_after`):
+        the connection stays connected, in no office (on a Socket.IO thread)."""
+        self._rejoin_failed_callbacks.append(callback)
 
     def _join(self, office_id: str, timeout: float, *, wait_for_rejoin: bool) -> None:
         request = EnterOfficeReq(role=self.role, name=self.name, office_id=office_id)
@@ -483,28 +496,59 @@ class Connection:
             self._rejoin(office_id)
 
     def _rejoin(self, office_id: str) -> None:
+        """Join `office_id` again; a refusal that may lift (`rejoin`) is retried with a
+        growing pause. The outcome is logged and told to `on_rejoined` or
+        `on_rejoin_failed`."""
         logger.info("%s %r reconnected (sid %s); re-joining office %r", self.role, self.name, self.sid, office_id)
-        rejoined = True
-        try:
-            self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
-        except NotConnectedError:
-            return  # dropped again: the next reconnect re-joins
-        except SMCPError as exc:
-            logger.error("%s %r could not re-join office %r after reconnecting: %s", self.role, self.name, office_id, exc)
-            with self._state_changed:
-                if self._office_id == office_id:
-                    self._office_id = None
-            rejoined = False
-        with self._state_changed:
-            self._ready = True
-            self._state_changed.notify_all()
-        if not rejoined:
-            return
+        pauses, attempts = REJOIN.pauses(), 1
+        while True:
+            try:
+                self._join(office_id, DEFAULT_JOIN_TIMEOUT, wait_for_rejoin=False)
+                break
+            except NotConnectedError:
+                return  # dropped again: the next reconnect re-joins
+            except SMCPError as exc:
+                pause = next(pauses, None) if exc.code in RETRIED_CODES else None
+                if pause is None:
+                    self._rejoin_failed(office_id, exc, attempts)
+                    return
+                if not self._still_connected_after(pause):
+                    return  # dropped or closing: the next reconnect (if any) re-joins
+                attempts += 1
+        if attempts > 1:
+            logger.info("%s %r re-joined office %r at attempt %d", self.role, self.name, office_id, attempts)
+        self._set_ready()
         for callback in list(self._rejoined_callbacks):
             try:
                 callback(office_id)
             except Exception:
                 logger.exception("on_rejoined callback %r failed", callback)
+
+    def _still_connected_after(self, pause: float) -> bool:
+        """Wait `pause` seconds; False if the connection dropped or is closing meanwhile."""
+        with self._state_changed:
+            self._state_changed.wait_for(lambda: self._closing or self._state != self._CONNECTED, pause)
+            return not self._closing and self._state == self._CONNECTED
+
+    def _rejoin_failed(self, office_id: str, error: SMCPError, attempts: int) -> None:
+        with self._state_changed:
+            if self._office_id == office_id:
+                self._office_id = None
+        self._set_ready()
+        logger.error(
+            "%s %r could not re-join office %r after reconnecting (%d attempts): %s; connected, in no office",
+            self.role, self.name, office_id, attempts, error,
+        )  # fmt: skip
+        for callback in list(self._rejoin_failed_callbacks):
+            try:
+                callback(office_id, error)
+            except Exception:
+                logger.exception("on_rejoin_failed callback %r failed", callback)
+
+    def _set_ready(self) -> None:
+        with self._state_changed:
+            self._ready = True
+            self._state_changed.notify_all()
 
     def _on_disconnect(self, client: socketio.Client, reason: str) -> None:
         with self._state_changed:
