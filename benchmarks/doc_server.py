@@ -10,7 +10,7 @@ Computer's side.
 Resources: ``dpe://<host-id>/doc-NNNN`` (Level 1, JSON `DPEDocument`), listed in one page.
 Every 50th document has the keyword ``quarterly`` (the keyword benchmark's needle);
 ``last_modified`` differs per document, so the Finder's sort has work to do. Declares
-``resources.subscribe`` and ``resources.listChanged`` (low-level `Server`, DESIGN §7).
+``resources.subscribe`` and ``resources.listChanged`` (low-level `Server`, docs/ARCHITECTURE.md, Library facts).
 
 Tools (with ``--tools`` only, so that ten servers of one Computer do not offer ten tools
 of the same name); notices go to the one stdio connection whether or not it subscribed:

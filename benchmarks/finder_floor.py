@@ -60,7 +60,7 @@ async def _floor(server_args: list[list[str]], python: str) -> dict[str, Any]:
     from smcp_sync.computer.mcp.manager import BATCH_CONCURRENCY
 
     async with contextlib.AsyncExitStack() as stack:
-        errlog = stack.enter_context(open(os.devnull, "w"))  # stdio_client needs a real file (DESIGN §7)
+        errlog = stack.enter_context(open(os.devnull, "w"))  # stdio_client needs a real file (docs/ARCHITECTURE.md, Library facts)
         sessions = []
         for args in server_args:
             params = StdioServerParameters(command=python, args=args)

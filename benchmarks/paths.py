@@ -118,7 +118,7 @@ async def _mcp_direct(echo: EchoServer, plan: loadgen.LoadPlan) -> Outcome:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(command=echo.command[0], args=list(echo.command[1:]))
-    with open(os.devnull, "w") as errlog:  # stdio_client needs a real file (DESIGN §7)
+    with open(os.devnull, "w") as errlog:  # stdio_client needs a real file (docs/ARCHITECTURE.md, Library facts)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await asyncio.wait_for(session.initialize(), 30)
 

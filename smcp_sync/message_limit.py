@@ -1,7 +1,7 @@
 """The Server's limit on the size of one message, and measuring a message against it.
 
 Why: Engine.IO drops the whole connection when one message exceeds the Server's
-`max_http_buffer_size` (DESIGN §7): every pending request of that client fails and
+`max_http_buffer_size` (docs/ARCHITECTURE.md, Library facts): every pending request of that client fails and
 nothing says why. The Server announces its limit (`maxPayload` in the Engine.IO open
 packet), so a client can check each message before sending it, refuse one that is too
 big with an error that says so, and keep its connection.

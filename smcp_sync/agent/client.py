@@ -2,7 +2,7 @@
 
 Every method blocks until the answer (or its timeout) and may be called from many
 threads at once; nothing here needs `await`, so it works unchanged in Flask/Django
-views, scripts, worker threads and Jupyter cells (DESIGN §2).
+views, scripts, worker threads and Jupyter cells (docs/ARCHITECTURE.md, Threads).
 
 Caches: `tool_cache` holds each Computer's tools, kept current by the notifications
 (`enter_office`, `update_config`, `update_tool_list` re-fetch; `leave_office` drops),

@@ -1,4 +1,4 @@
-"""Reading a Computer's MCP resources: the extension events of DESIGN §3.
+"""Reading a Computer's MCP resources: the extension events of docs/ARCHITECTURE.md, Wire decisions.
 
 `client:read_resource`, `client:get_resources` and `client:complete` reach the MCP
 servers a Computer hosts. The Finder helpers (`finder`) are built on `read_resource_contents`.

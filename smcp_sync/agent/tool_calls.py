@@ -1,6 +1,6 @@
 """Tool calls: blocking, submitted (a `Future`), cancelled; the Agent's own timeout.
 
-Timeouts (DESIGN §3, spec error-handling.md): the Computer enforces `timeout` on the
+Timeouts (docs/ARCHITECTURE.md, Wire decisions, spec error-handling.md): the Computer enforces `timeout` on the
 tool and answers a timed-out call with an `isError` result (`meta.error_code` 4004),
 which is returned like any result. The Server waits `timeout` + its buffer, the Agent
 `timeout` + `AGENT_TIMEOUT_BUFFER`. When no answer comes (or the Server reports 408),

@@ -285,7 +285,7 @@ class Computer:
     ) -> CallToolResult:
         """Call a tool by its exposed name (``{bundle_id}__{tool}``; the bare tool name
         also works while only one server has it). Failures are results, not exceptions:
-        see `CallToolResult.error_code` (DESIGN §3). `req_id` lets `cancel_tool_call` find it."""
+        see `CallToolResult.error_code` (docs/ARCHITECTURE.md, Wire decisions). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
         arguments = dict(params) if isinstance(params, Mapping) else {} if params is None else params
         return self._caller.call(name, arguments, timeout, req_id)

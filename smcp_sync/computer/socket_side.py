@@ -1,5 +1,5 @@
 """The Computer's side of an office: answers `client:*` events, obeys cancels, and
-announces its changes with `server:update_*` (spec/events.md, DESIGN §3).
+announces its changes with `server:update_*` (spec/events.md, docs/ARCHITECTURE.md, Wire decisions).
 
 Built on the shared `Connection` (websocket only, re-joins after a reconnect, handler
 errors become error objects). Every payload is validated through the models first, so

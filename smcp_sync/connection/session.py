@@ -6,7 +6,7 @@ reconnect (a reconnect is a brand-new server session: new sid, no rooms), reques
 calls that fail fast and typed instead of waiting out a timeout, and a close that stops
 every thread.
 
-Decisions (DESIGN §2, §3, §7):
+Decisions (docs/ARCHITECTURE.md: Threads, Wire decisions, Library facts):
 
 * websocket transport only, `handle_sigint=False` (Ctrl-C / a Jupyter interrupt must not
   disconnect every client).

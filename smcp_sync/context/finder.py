@@ -1,6 +1,6 @@
-"""The Finder organiser (spec/finder.md, "Finder Organizer 策略", with DESIGN §3's ordering).
+"""The Finder organiser (spec/finder.md, "Finder Organizer 策略", with the ordering rule of docs/ARCHITECTURE.md, Wire decisions).
 
-Pure: the Computer gathers the document summaries (cached, see DESIGN §3) and the
+Pure: the Computer gathers the document summaries (cached, see docs/ARCHITECTURE.md, Wire decisions) and the
 tool-call history; this filters, orders and pages them. Decisions where the spec is
 silent:
 

@@ -1,6 +1,6 @@
 """The one cattrs converter between wire dicts and the attrs models.
 
-Rules (DESIGN §7, cattrs): primitives are strict (no ``1 -> "1"``, no string as a list,
+Rules (docs/ARCHITECTURE.md, Library facts, cattrs): primitives are strict (no ``1 -> "1"``, no string as a list,
 no NaN); JSON-typed fields (``dict[str, Any]``) are written as they are; optional fields
 whose default is ``None`` are absent on output unless marked `keep_none`; unknown input
 keys are ignored; renamed keys (`isError`, `_meta`...) and input aliases come from field

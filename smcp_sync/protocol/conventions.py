@@ -1,4 +1,4 @@
-"""Wire conventions of this project that are not structures (DESIGN §3).
+"""Wire conventions of this project that are not structures (docs/ARCHITECTURE.md, Wire decisions).
 
 Kept here so Server, Computer and Agent agree on them without importing each other.
 """

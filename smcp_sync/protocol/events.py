@@ -12,7 +12,7 @@ GET_CONFIG = "client:get_config"
 GET_TOOLS = "client:get_tools"
 GET_DESKTOP = "client:get_desktop"
 GET_FINDER = "client:get_finder"
-# Extension events (DESIGN §3): the spec needs them but defines no event.
+# Extension events (docs/ARCHITECTURE.md, Wire decisions): the spec needs them but defines no event.
 READ_RESOURCE = "client:read_resource"
 GET_RESOURCES = "client:get_resources"
 COMPLETE = "client:complete"

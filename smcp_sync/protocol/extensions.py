@@ -1,6 +1,6 @@
 """smcp_sync's extension events and how a peer says it has them.
 
-The Finder and its helpers (DESIGN §3) use events no official SDK knows: its Server leaves
+The Finder and its helpers (docs/ARCHITECTURE.md, Wire decisions) use events no official SDK knows: its Server leaves
 them unanswered and its Computer never acks them, so a caller would wait out its whole
 timeout. Each side therefore says which extension requests it handles, and the Agent (or
 our Server, routing to a Computer) refuses at once what the other side lacks:

@@ -3,7 +3,7 @@
 ``window://host/seg1/seg2?priority=P&fullscreen=F`` — `host` is the MCP server id, each
 path segment is percent-decoded on its own (``c%2Fd`` is the one segment ``c/d``),
 `priority` is an integer in [0, 100] and `fullscreen` one of true/1/yes/on or
-false/0/no/off (case-insensitive). Real window servers put both in the query (DESIGN §3);
+false/0/no/off (case-insensitive). Real window servers put both in the query (docs/ARCHITECTURE.md, Wire decisions);
 protocol 0.2+ moved them to the listed resource's `annotations.priority` ([0, 1]) and
 `_meta.fullscreen`, which the Desktop prefers, reading the query only where those say
 nothing, priority as P / 100 (`smcp_sync.context.desktop`).

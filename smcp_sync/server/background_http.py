@@ -2,7 +2,7 @@
 
 werkzeug is the server that can both run inside a thread of another program (a test, a
 notebook, the demo) and hand the raw socket to simple-websocket for the websocket
-upgrade in threading mode (DESIGN §7). Its stock version neither remembers its
+upgrade in threading mode (docs/ARCHITECTURE.md, Library facts). Its stock version neither remembers its
 per-connection threads nor logs through our logger, so this one does both: `stop()` can
 then join every thread it started, with a deadline.
 """

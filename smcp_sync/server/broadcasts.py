@@ -29,7 +29,7 @@ class Broadcasts:
             if sender.role != "computer":
                 raise ForbiddenError(f"only a computer may send {event}", details={"role": sender.role})
             if req.computer != sender.name:
-                # The session is the authority (DESIGN §3); the field is only informative.
+                # The session is the authority (docs/ARCHITECTURE.md, Wire decisions); the field is only informative.
                 logger.info("%s from %r named computer %r; using the session's name", event, sender.name, req.computer)
             assert sender.name is not None and sender.office_id is not None  # a member: it is in an office
             payload = to_wire(UpdateComputerConfigReq(computer=sender.name))

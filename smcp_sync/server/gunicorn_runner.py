@@ -3,7 +3,7 @@
 Why gunicorn/gthread: among the WSGI servers that can hand the raw socket to
 simple-websocket (needed for the websocket upgrade in threading mode), it is the one
 built for production — a supervising master, worker restarts, signal handling — and it
-closes client connections promptly (DESIGN §7). Waitress and cheroot cannot upgrade;
+closes client connections promptly (docs/ARCHITECTURE.md, Library facts). Waitress and cheroot cannot upgrade;
 werkzeug is a development server.
 
 Reading a request is bounded (`request_deadlines`): gthread waits a few seconds for a

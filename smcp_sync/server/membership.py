@@ -1,6 +1,6 @@
 """Sessions entering and leaving offices: connect, disconnect, join, leave, list_room.
 
-Handlers of one client run concurrently (DESIGN §7), so every membership change of a sid
+Handlers of one client run concurrently (docs/ARCHITECTURE.md, Library facts), so every membership change of a sid
 — registry update, Socket.IO room change, notifications — runs under that sid's lock:
 otherwise a join racing a leave could leave the socket in a room the registry no longer
 lists. The registry lock itself is never held while emitting.

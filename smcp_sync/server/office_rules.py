@@ -1,4 +1,4 @@
-"""The office (room) rules of spec/room-model.md and DESIGN §3, as pure functions.
+"""The office (room) rules of spec/room-model.md and docs/ARCHITECTURE.md, Wire decisions, as pure functions.
 
 They look only at records, never at storage, so every registry (in memory today, shared
 across processes later) applies exactly the same rules inside its own atomic section.

@@ -1,7 +1,7 @@
 """Requests the Server has forwarded to a Computer and not yet answered, per Computer sid.
 
 python-socketio's `Server.call()` waits out its whole timeout when the peer disconnects
-mid-call (DESIGN §7), and blocks a thread per call. The Server therefore emits with an
+mid-call (docs/ARCHITECTURE.md, Library facts), and blocks a thread per call. The Server therefore emits with an
 ack callback itself and keeps the requests here: each settles once — by the Computer's
 answer, by its disconnect (the disconnect handler settles every request of that sid at
 once, so the Agent gets its error immediately), or by its deadline — and its `future`

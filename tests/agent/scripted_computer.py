@@ -4,7 +4,7 @@ Why: the Agent's handling of answers a real Computer gives rarely or never (a wr
 `req_id`, a malformed answer, a call that hangs until cancelled) is pinned down here,
 through the real `SMCPServer`. The end-to-end tests use the real Computer.
 
-Tools (answers as a Computer gives them, DESIGN §3):
+Tools (answers as a Computer gives them, docs/ARCHITECTURE.md, Wire decisions):
 * ``echo`` → text ``json.dumps(params)`` and ``structuredContent`` = params;
 * ``fail`` → ``isError`` with ``meta.error_code`` 4003;
 * ``hang`` → no answer until the call is cancelled (then ``isError`` with

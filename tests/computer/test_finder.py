@@ -1,4 +1,4 @@
-"""The Finder on the Computer (spec/finder.md, DESIGN §3): the catalogue of real MCP servers'
+"""The Finder on the Computer (spec/finder.md, docs/ARCHITECTURE.md, Wire decisions): the catalogue of real MCP servers'
 `dpe://` documents — filters, paging, server order by tool-call history, summaries cached
 until a change notice, unreadable documents left out — and the bundled documents server's
 folder changes reaching the Computer as announcements."""

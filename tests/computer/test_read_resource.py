@@ -1,4 +1,4 @@
-"""Reading resources, completion and resource pages through the Computer (DESIGN §3
+"""Reading resources, completion and resource pages through the Computer (docs/ARCHITECTURE.md, Wire decisions
 extension events): routing by URI host, the query passed through unchanged, Finder
 errors 4201–4204 as typed exceptions, and what needs `mcp_server`."""
 

@@ -1,5 +1,5 @@
 """The Finder organiser: every case of the SDK guide's "Finder Organizer" test strategy, plus
-spec/finder.md steps 1-4 with DESIGN §3's ordering rule. Orders and counts are exact."""
+spec/finder.md steps 1-4 with the ordering rule of docs/ARCHITECTURE.md, Wire decisions. Orders and counts are exact."""
 
 from __future__ import annotations
 

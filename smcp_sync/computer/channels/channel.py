@@ -2,7 +2,7 @@
 for the Desktop, `dpe://` for the Finder), the values read from them, and which MCP
 server owns a URI host.
 
-Desktop, Finder and Skills are one mechanism (DESIGN §2); a channel is parameterised by
+Desktop, Finder and Skills are one mechanism (docs/ARCHITECTURE.md, Threads); a channel is parameterised by
 its scheme, by which listed resources are its entries (every `window://` and `dpe://`
 one; only the package roots among `skill://` ones), by how one becomes a value (a
 window's contents, a document's Level 1 summary, a staged SKILL package) and by the
@@ -131,10 +131,14 @@ class ResourceChannel(Generic[V]):
         describe: Describe | None = None,
         survey: Survey | None = None,
         watcher: CacheWatcher | None = None,
+        warm_lane: str = "shared",
+        on_halt: Callable[[], None] | None = None,
     ) -> None:
         """`describe` reads each listed resource of the scheme; `survey` (instead) picks
         the entries from the whole listing of the scheme and describes them. `watcher`
-        keeps a structure of the channel's own over the cached values (`UriCache`)."""
+        keeps a structure of the channel's own over the cached values (`UriCache`).
+        `warm_lane`: the `Warmer` thread reading its values (a channel whose reads may be
+        slow has one of its own); `on_halt`: called by `halt`, to abort reads under way."""
         self.name = name
         self.scheme = scheme
         self.update_event = update_event
@@ -146,6 +150,8 @@ class ResourceChannel(Generic[V]):
         #: Seconds a reader waits for values the warm-up is still reading.
         self.wait = wait
         self._survey = survey if survey is not None else _survey_each(describe)
+        self.warm_lane = warm_lane
+        self._on_halt = on_halt
         self._closing = False
         self._warned = threading.Lock()
         self._clashes_warned: set[tuple[str, ...]] = set()
@@ -296,6 +302,8 @@ class ResourceChannel(Generic[V]):
         """The Computer is closing: what any read gives from now on (the warm-up's or a
         request's on demand) is dropped unlogged, its failures being the close's doing."""
         self._closing = True
+        if self._on_halt is not None:
+            self._on_halt()
 
     def _unreadable(self, server: str, uri: str, exc: SMCPError) -> _Unreadable:
         log.warning("%s: leaving out %s of MCP server %r: %s", self.name, uri, server, exc.message)

@@ -3,7 +3,7 @@ what an Agent gets for `client:get_finder`.
 
 A document's value is its `CatalogueEntry` (its `DPEDocumentSummary`, checked and keyed
 for ordering), built from one read of its Level 1 URI and cached until a change notice
-drops it (DESIGN §3: never a read per document per call; and no parsing per document
+drops it (docs/ARCHITECTURE.md, Wire decisions: never a read per document per call; and no parsing per document
 per call either), and kept in catalogue order by the channel's `FinderIndex` as it
 changes (no gathering, filtering or sorting of the whole catalogue per call either).
 The reads happen in the background as soon as a server's documents are listed (see

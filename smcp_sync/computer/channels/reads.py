@@ -1,4 +1,4 @@
-"""Resource requests an Agent makes through the Computer (DESIGN §3 extension events):
+"""Resource requests an Agent makes through the Computer (docs/ARCHITECTURE.md, Wire decisions extension events):
 `client:read_resource`, `client:get_resources` and `client:complete`. Servers are named
 by their bundle_id.
 

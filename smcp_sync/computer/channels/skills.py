@@ -2,7 +2,7 @@
 SKILL packages, the local user's packages, and what an Agent gets for `client:get_skills`
 and `client:get_skill`.
 
-Skills are the third instance of the resource-channel mechanism (DESIGN §2): the same
+Skills are the third instance of the resource-channel mechanism (docs/ARCHITECTURE.md, Threads): the same
 listing, change detection, warm-up and debounced `server:update_skills` as the Desktop
 and the Finder. What differs is what a listed resource becomes: among a server's
 `skill://` resources the package roots are those declaring ``_meta.source`` (§3) and not
@@ -44,7 +44,7 @@ from ...protocol.models import DEFAULT_SKILL_FILE, A2CSkillRef, Resource, Resour
 from ...protocol.skill_name import check_skill_name, is_skill_segment, mcp_skill_name
 from ..mcp.manager import ServerManager
 from .channel import ResourceChannel
-from .skill_archives import fetch_archive
+from .skill_archives import Download, fetch_archive
 from .skill_files import SkillResource, read_front_matter, skill_resource
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,10 @@ class StagedSkill:
 def skills_channel(
     manager: ServerManager, home: SkillHome, timeout: float, wait: float
 ) -> ResourceChannel[StagedSkill]:
-    """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
+    """`timeout`: per MCP request, and for the whole of an archive's download; `wait`: how
+    long a reader waits for the warm-up. Packages are staged on a warm-up lane of their own
+    (an archive download must not hold up the Desktop's and the Finder's warm-up), and
+    `halt` aborts the downloads under way."""
     stager = Stager(manager, home, timeout)
     channel: ResourceChannel[StagedSkill] = ResourceChannel(
         "skills",
@@ -91,6 +94,8 @@ def skills_channel(
         value_of=lambda server, staged: staged,
         wait=wait,
         survey=package_roots,
+        warm_lane="skills",
+        on_halt=stager.halt,
     )
     return channel
 
@@ -139,6 +144,17 @@ class Stager:
         self._manager = manager
         self._home = home
         self._timeout = timeout
+        self._downloads_lock = threading.Lock()
+        self._downloads: set[Download] = set()
+        self._halted = False
+
+    def halt(self) -> None:
+        """The Computer is closing: abort the archive downloads under way, start no more."""
+        with self._downloads_lock:
+            self._halted = True
+            downloads = list(self._downloads)
+        for download in downloads:
+            download.abort()
 
     def stage(self, server: str, uris: Sequence[str], roots: Mapping[str, Any]) -> list[StagedSkill | SMCPError]:
         """Each of `uris` (package roots of `server`) staged, or why it could not be."""
@@ -204,7 +220,16 @@ class Stager:
         return staged / leaf
 
     def _unpack_archive(self, server: str, uri: str, meta: Mapping[str, Any]) -> Path:
-        digest, files = fetch_archive(meta, self._timeout)
+        download = Download(self._timeout)
+        with self._downloads_lock:
+            self._downloads.add(download)
+            if self._halted:
+                download.abort()
+        try:
+            digest, files = fetch_archive(meta, download)
+        finally:
+            with self._downloads_lock:
+                self._downloads.discard(download)
         return self._stage(server, package_parts(uri)[0], digest, files)
 
     def _read_files(self, server: str, uri: str, files: Sequence[str]) -> list[tuple[tuple[str, ...], bytes]]:

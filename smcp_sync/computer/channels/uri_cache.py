@@ -5,7 +5,7 @@ and which of them the background warm-up still has to read.
 Why one place with one lock: change detection is a comparison with what was seen before,
 and cached values must be dropped exactly when a change is detected, so "compare and
 replace", "invalidate and queue for a fresh read" and "answer, or promise to announce
-the rest" are each atomic here (DESIGN §2). The lock is held for dict operations only,
+the rest" are each atomic here (docs/ARCHITECTURE.md, Threads). The lock is held for dict operations only,
 never across I/O, so the warm-up and readers may wait on it without risk of deadlock.
 
 Values are cached only for URIs the Computer is subscribed to: for those the MCP server

@@ -1,4 +1,4 @@
-"""Keeps the resource channels in step with the MCP servers (DESIGN §2; spec/desktop.md and
+"""Keeps the resource channels in step with the MCP servers (docs/ARCHITECTURE.md, Threads; spec/desktop.md and
 spec/finder.md "变化检测").
 
 * A running server with the `resources` capability is enumerated (every page of
@@ -68,7 +68,8 @@ class ResourceWatch:
         self._timeout = timeout
         max_delay = max(debounce, MAX_ANNOUNCE_DELAY)
         self._debouncer: Debouncer[ResourceChannel[Any]] = Debouncer(name, lambda channel: announce(channel.update_event), debounce, max_delay)
-        self._warmer = Warmer(name, self._subscribe, self._debouncer.trigger)
+        lanes = list(dict.fromkeys(channel.warm_lane for channel in self._channels)) or ["shared"]
+        self._warmer = Warmer(name, self._subscribe, self._debouncer.trigger, lanes=lanes)
         self._locks_guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._known: dict[str, int] = {}  # server -> generation the channels hold the listing of

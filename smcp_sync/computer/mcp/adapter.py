@@ -1,4 +1,4 @@
-"""The one module that imports the `mcp` SDK (DESIGN §7): connect, talk, convert.
+"""The one module that imports the `mcp` SDK (docs/ARCHITECTURE.md, Library facts): connect, talk, convert.
 
 Everything crossing this boundary is converted: tools become `ServerTool`, results our
 `CallToolResult`, resources our `Resource` / `ResourceContents`, completions our

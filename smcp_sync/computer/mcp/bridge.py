@@ -1,5 +1,5 @@
 """The Computer's private event loop, in one daemon thread: the only place that touches
-asyncio (DESIGN §2). Code running on the loop is written with anyio, like the SDK.
+asyncio (docs/ARCHITECTURE.md, Threads). Code running on the loop is written with anyio, like the SDK.
 
 The `mcp` SDK is async; smcp_sync's API is not. Sync code submits coroutines and waits
 on the returned future with a timeout. Long-lived work (one supervisor per MCP server)

@@ -1,4 +1,4 @@
-"""One MCP server, supervised: a long-lived task on the bridge loop (DESIGN §2).
+"""One MCP server, supervised: a long-lived task on the bridge loop (docs/ARCHITECTURE.md, Threads).
 
 The task enters and exits the transport and the session itself (anyio cancel scopes
 demand the same task), serves the live session (tool-list refreshes, liveness checks),

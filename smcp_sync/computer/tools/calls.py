@@ -1,4 +1,4 @@
-"""Running one tool call: route, confirm, call with a deadline, and answer (DESIGN §3).
+"""Running one tool call: route, confirm, call with a deadline, and answer (docs/ARCHITECTURE.md, Wire decisions).
 
 Every outcome is a `CallToolResult`: what the MCP tool returned (its own `isError`
 relayed as is), or a failure the Computer detected, with `meta.error_code`:

@@ -1,7 +1,7 @@
 """A bounded record of recent tool calls.
 
 Why: the Desktop and Finder organisers order MCP servers by how recently the agent
-used their tools (spec desktop.md / DESIGN §3); nothing else needs old calls, so only
+used their tools (spec desktop.md / docs/ARCHITECTURE.md, Wire decisions); nothing else needs old calls, so only
 the last few are kept.
 """
 

@@ -1,7 +1,7 @@
 """Tool calls in progress, by `req_id`, so `notify:tool_call_cancel` can stop them.
 
 Socket.IO handles each event in its own thread, so a cancel may be handled before the
-call it names (DESIGN §7: events of one peer run out of order). Cancels that match
+call it names (docs/ARCHITECTURE.md, Library facts: events of one peer run out of order). Cancels that match
 nothing are remembered for a while and stop the call when it arrives.
 """
 

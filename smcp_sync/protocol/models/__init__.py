@@ -1,4 +1,4 @@
-"""attrs models of every A2C-SMCP wire structure (spec/data-structures.md + DESIGN §3)."""
+"""attrs models of every A2C-SMCP wire structure (spec/data-structures.md + docs/ARCHITECTURE.md, Wire decisions)."""
 
 from ._display import MarkdownText
 from .blobs import (

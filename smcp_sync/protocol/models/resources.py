@@ -1,5 +1,5 @@
 """Payloads of the resource events: `client:get_resources` (protocol 0.4, a2c-smcp 0.4.2's
-shape) and the extension events of DESIGN §3, `read_resource` and `complete`."""
+shape) and the extension events of docs/ARCHITECTURE.md, Wire decisions, `read_resource` and `complete`."""
 
 from __future__ import annotations
 

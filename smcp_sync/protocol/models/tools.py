@@ -122,7 +122,7 @@ class CallToolResult:
 
     @classmethod
     def failure(cls, code: int, message: str, **markers: Any) -> CallToolResult:
-        """An `isError` result for failures the Computer detects (DESIGN §3)."""
+        """An `isError` result for failures the Computer detects (docs/ARCHITECTURE.md, Wire decisions)."""
         return cls(content=[TextContent(text=message)], is_error=True, meta={"error_code": int(code), **markers})
 
 

@@ -10,7 +10,7 @@ here every read takes `read-delay` seconds and every subscription `subscribe-del
 catalogue takes at least.
 
 Resources: ``dpe://H/doc-NNN`` (Level 1, JSON `DPEDocument`, title ``Document NNN``).
-Declares ``resources.subscribe`` (low-level `Server`, DESIGN §7) and counts subscriptions.
+Declares ``resources.subscribe`` (low-level `Server`, docs/ARCHITECTURE.md, Library facts) and counts subscriptions.
 
 Tools:
     rename(uri, title)  -> waits until a read of `uri` is under way (at most 10 s),

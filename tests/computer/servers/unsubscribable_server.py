@@ -1,7 +1,7 @@
 """A stdio MCP server with resources but neither `resources.subscribe` nor `listChanged`,
 like the servers ``MCPServer`` / FastMCP make by default.
 
-Why: the Computer subscribes only where `resources.subscribe` is declared (DESIGN §3),
+Why: the Computer subscribes only where `resources.subscribe` is declared (docs/ARCHITECTURE.md, Wire decisions),
 and may cache only what it hears changes about; its tests need such a server.
 
     python unsubscribable_server.py --state PATH
