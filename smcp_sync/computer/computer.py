@@ -53,6 +53,7 @@ from .channels.desktop import desktop_channel, get_desktop
 from .channels.finder import FinderPage, finder_channel, get_finder
 from .channels.reads import ResourceRequests
 from .channels.skill_files import SkillResource
+from .channels.skill_watch import SkillFolderWatch
 from .channels.skills import (
     DEFAULT_INLINE_BUDGET,
     DEFAULT_MAX_RESOURCE_SIZE,
@@ -171,6 +172,11 @@ class Computer:
         self._skill_home = SkillHome(skill_home)
         self._skills = skills_channel(self._manager, self._skill_home, request_timeout, cold_wait)
         self._user_skills = UserSkills(Path(user_skills).expanduser()) if user_skills is not None else None
+        self._user_skills_watch = (
+            SkillFolderWatch(name, self._user_skills.folder, self._announce, update_debounce)
+            if self._user_skills is not None
+            else None
+        )
         self._skill_max_size = skill_max_size
         #: Text files of skills up to this many bytes are answered inline, others as blobs.
         self.skill_inline_budget = skill_inline_budget
@@ -199,6 +205,8 @@ class Computer:
             self._bridge.start()
             self._events.start()
             self._watch.start()
+            if self._user_skills_watch is not None:
+                self._user_skills_watch.start()
             self._started = True
         self._manager.start_enabled(timeout)
         self._refresh_tools()
@@ -226,6 +234,8 @@ class Computer:
         if started:
             self._events.stop(timeout, finish_queued=True)
             self._watch.stop(timeout)
+            if self._user_skills_watch is not None:
+                self._user_skills_watch.stop(timeout)
             self._bridge.stop(timeout)
         self._skill_home.close()
 
