@@ -433,13 +433,19 @@ class Computer:
         return restarted
 
     def get_config(self) -> GetComputerConfigRet:
-        """Servers and inputs as agents may see them: secrets redacted (`redaction`),
-        plus diagnostics (tool-name clashes, servers down, windows and documents left out)."""
-        servers, notes = self._manager.public_configs()
+        """Servers and inputs as agents may see them: secrets redacted (`redaction`), and
+        no management diagnostics (computer-management/protocol.md §7: see `diagnostics`)."""
+        servers, _ = self._manager.public_configs()
         inputs = [public_input(item) for item in self._manager.inputs.definitions]
+        return GetComputerConfigRet(servers=servers, inputs=inputs)
+
+    def diagnostics(self) -> list[str]:
+        """What the Computer's owner should know and no Agent is shown: configs that
+        cannot be shown, unknown config fields, tool-name clashes, servers restarting
+        (with the reason), windows, documents and skills left out or still being read."""
+        _, notes = self._manager.public_configs()
         channels = [*self._desktop.diagnostics(), *self._finder.diagnostics(), *self._skills.diagnostics()]
-        diagnostics = [*notes, *self._catalog.diagnostics, *channels]
-        return GetComputerConfigRet(servers=servers, inputs=inputs, diagnostics=diagnostics or None)
+        return [*notes, *self._catalog.diagnostics, *channels]
 
     def add_listener(self, listener: ServerListener) -> None:
         """Call `listener(event)` for every MCP server event (connected, disconnected,

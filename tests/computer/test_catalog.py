@@ -139,7 +139,7 @@ def test_two_real_servers_with_the_same_tools(computer_factory: Any) -> None:
     assert computer.call_tool("second__add", {"a": 1, "b": 1}, timeout=10).text == "2"
     add = next(t for t in computer.tools() if t.name == "first__add")
     assert json.loads(add.meta[A2C_TOOL_META])["tags"] == ["math"]
-    assert not [d for d in computer.get_config().diagnostics or () if "tool name clash" in d]
+    assert not [d for d in computer.diagnostics() if "tool name clash" in d]
 
 
 def test_calling_a_forbidden_tool_is_4002(computer_factory: Any) -> None:

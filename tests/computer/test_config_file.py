@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,8 @@ from smcp_sync.protocol import (
     StreamableHttpServerConfig,
     to_wire,
 )
+
+from .helpers import stdio_config
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -136,3 +139,21 @@ def test_file_problems_say_what_and_where(tmp_path: Path) -> None:
     broken.write_text('{"name": "x",\n  oops}')
     with pytest.raises(ConfigError, match="not valid JSON: .* at line 2 column 3"):
         load_config(broken)
+
+
+def test_env_and_predefined_variables_are_rendered_as_a2c_smcp_renders_them(
+    computer_factory: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """${env:VAR} from the Computer's environment, ${userHome} and ${pathSeparator}
+    (the server runs in that folder: an unrendered cwd would not start it); an unset
+    variable renders as "" with a warning naming it, as in a2c-smcp 0.4.2."""
+    monkeypatch.setenv("SMCP_TEST_TOOL_PREFIX", "fromenv")
+    home = stdio_config("home", "--prefix", "${env:SMCP_TEST_TOOL_PREFIX}_")
+    home["server_parameters"]["cwd"] = "${userHome}${pathSeparator}"
+    unset = stdio_config("unset", "--prefix", "${env:SMCP_TEST_NOT_SET_ANYWHERE}u_")
+    computer = computer_factory(home, unset)
+    names = {tool.name for tool in computer.tools()}
+    assert {"home__fromenv_echo", "unset__u_echo"} <= names, names
+    assert computer.call_tool("home__fromenv_echo", {"text": "hi"}, timeout=10).text == "hi"
+    assert any("SMCP_TEST_NOT_SET_ANYWHERE is not set" in message for message in caplog.messages)
+    assert computer.get_config().servers["home"].server_parameters.args[-1] == "${env:SMCP_TEST_TOOL_PREFIX}_"

@@ -100,7 +100,7 @@ def test_keywords_file_type_and_paging(library: Computer) -> None:
 
 def test_unreadable_documents_are_left_out_and_reported(library: Computer) -> None:
     assert library.finder().total_count == 4  # the broken one does not take the catalogue down
-    diagnostics = library.get_config().diagnostics or []
+    diagnostics = library.diagnostics()
     assert any("dpe://docs.a/broken of MCP server 'alpha' is left out" in d and "not JSON" in d for d in diagnostics)
     assert any("dpe://docs.a/a-1/pages/0" in d and "Level 1" in d for d in diagnostics)
 

@@ -40,8 +40,8 @@ def started(
 
 
 def warming(computer: Computer) -> list[str]:
-    """What `get_config().diagnostics` says of resources still being read."""
-    return [d for d in computer.get_config().diagnostics or [] if "still being read" in d]
+    """What `diagnostics()` says of resources still being read."""
+    return [d for d in computer.diagnostics() if "still being read" in d]
 
 
 def usage(computer: Computer, uri: str) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from smcp_sync.computer import REDACTED, Computer
-from smcp_sync.protocol import to_wire
+from smcp_sync.protocol import SMCPError, to_wire
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -53,7 +53,7 @@ def test_secrets_never_appear_in_the_config_answer() -> None:
     assert answer.servers["typed"].server_parameters.timeout == 7.0
     token = next(item for item in answer.inputs if item.id == "token")
     assert token.default == REDACTED and token.password is True
-    assert answer.diagnostics is None
+    assert computer.diagnostics() == []
     computer.close()
 
 
@@ -62,6 +62,58 @@ def test_a_config_that_cannot_be_shown_without_a_secret_is_left_out_and_said_so(
     computer = Computer("c", config={"servers": [SECRET_NUMBER], "inputs": inputs}, input_values={"token": 5})
     answer = computer.get_config()
     assert answer.servers == {}
-    assert answer.diagnostics == ["configuration of MCP server 'odd' is not shown: it cannot be shown without secrets"]
+    assert computer.diagnostics() == ["configuration of MCP server 'odd' is not shown: it cannot be shown without secrets"]
     assert "5" not in json.dumps(to_wire(answer.servers))
     computer.close()
+
+
+INLINE = {
+    "name": "inline",
+    "type": "stdio",
+    "server_parameters": {
+        "command": "mcp-inline",
+        "args": [
+            "--token", "ghp_flagvalue", "--api-key=sk-live-assigned", "--root", "/srv/data",
+            "https://alice:hunter2@api.example/v1?api_key=qk-1&page=2", "PASSWORD=pw-assigned", "--verbose",
+        ],
+    },
+}  # fmt: skip
+REMOTE_INLINE = {
+    "name": "web", "type": "sse",
+    "server_parameters": {"url": "https://bob:s3cret-pass@mcp.example/sse?X-Amz-Signature=sig-1&region=eu&access_token=at-1"},
+}  # fmt: skip
+
+
+def test_credentials_written_in_urls_and_args_are_redacted() -> None:
+    computer = Computer("c", [INLINE, REMOTE_INLINE])
+    answer = computer.get_config()
+    wire = json.dumps(to_wire(answer))
+    for secret in ("ghp_flagvalue", "sk-live-assigned", "hunter2", "qk-1", "pw-assigned", "s3cret-pass", "sig-1", "at-1", "alice", "bob"):
+        assert secret not in wire, secret
+    assert answer.servers["inline"].server_parameters.args == [
+        "--token", REDACTED, f"--api-key={REDACTED}", "--root", "/srv/data",
+        f"https://{REDACTED}@api.example/v1?api_key={REDACTED}&page=2", f"PASSWORD={REDACTED}", "--verbose",
+    ]  # fmt: skip
+    assert answer.servers["web"].server_parameters.url == (
+        f"https://{REDACTED}@mcp.example/sse?X-Amz-Signature={REDACTED}&region=eu&access_token={REDACTED}"
+    )
+    computer.close()
+
+
+def test_management_diagnostics_stay_on_the_computer(tmp_path) -> None:
+    """computer-management/protocol.md §7: restart reasons (OS errors) and config notes
+    are the owner's (`diagnostics()`), never in the answer an Agent gets."""
+    missing = {"name": "gone", "type": "stdio", "server_parameters": {"command": str(tmp_path / "no-such-binary")}}
+    computer = Computer("c", [{**missing, "x-typo": 1}]).start(timeout=10)
+    try:
+        wire = to_wire(computer.get_config())
+        notes = computer.diagnostics()
+        assert any("'gone' is restarting" in note and "FileNotFoundError" in note for note in notes), notes
+        assert any("field 'x-typo'" in note for note in notes), notes
+        assert "diagnostics" not in wire
+        assert "FileNotFoundError" not in json.dumps(wire) and "x-typo" not in json.dumps(wire)
+        with pytest.raises(SMCPError) as refused:  # what client:get_resources would answer
+            computer.get_resources("gone")
+        assert refused.value.message == "MCP server 'gone' is restarting"
+    finally:
+        computer.close()

@@ -38,7 +38,8 @@ def test_what_a2c_smcp_0_4_2_writes_loads_and_its_unknown_tool_meta_key_is_repor
     monkeypatch.chdir(tmp_path)  # its envFile ".env" is relative to the working directory, as in 0.4.2
     (tmp_path / ".env").write_text("ROOT_HINT=1\n")
     with caplog.at_level(logging.WARNING, logger="smcp_sync.computer.mcp.manager"):
-        shown = _computer(name).get_config()
+        computer = _computer(name)
+        shown = computer.get_config()
     assert set(shown.servers) == {"files", "remote", "web_1"}
     files, web = shown.servers["files"], shown.servers["web_1"]
     assert isinstance(files, StdioServerConfig) and isinstance(web, StreamableHttpServerConfig)
@@ -46,15 +47,16 @@ def test_what_a2c_smcp_0_4_2_writes_loads_and_its_unknown_tool_meta_key_is_repor
     assert files.server_parameters.args[-1] == "${input:root}" and web.server_parameters.timeout == 12.0
     assert [item.id for item in shown.inputs] == ["root", "token", "who"]
     note = "MCP server 'files': field 'tool_meta.read_file.x-extra' is not known to smcp_sync and is ignored"
-    assert shown.diagnostics == [note]
+    assert computer.diagnostics() == [note]
     assert "MCP server 'files': field 'tool_meta.read_file.x-extra' is not known to smcp_sync; ignored" in caplog.messages
 
 
 def test_what_a2c_smcp_0_1_6_writes_loads_with_its_plain_pick_string_options() -> None:
-    shown = _computer("a2c_smcp_0.1.6_model_dump.json").get_config()
+    computer = _computer("a2c_smcp_0.1.6_model_dump.json")
+    shown = computer.get_config()
     assert set(shown.servers) == {"files", "remote", "web"}
     assert shown.servers["remote"].server_parameters.headers == {"Authorization": REDACTED}
-    assert shown.inputs[0].options == ["/tmp", "/srv"] and shown.diagnostics is None
+    assert shown.inputs[0].options == ["/tmp", "/srv"] and computer.diagnostics() == []
 
 
 def test_the_readme_server_add_example_loads() -> None:
@@ -93,13 +95,12 @@ def test_oauth_is_refused_saying_why_and_a_null_one_is_accepted() -> None:
         Computer("c", [{**web, "oauth": {"client_id": "x"}}])
     assert refused.value.message.startswith("MCP server 'web': field 'oauth' is not supported: smcp_sync runs no OAuth")
     assert refused.value.details == {"field": "oauth", "mcp_server": "web"}
-    assert Computer("c", [{**web, "oauth": None}]).get_config().diagnostics is None
+    assert Computer("c", [{**web, "oauth": None}]).diagnostics() == []
 
 
 def test_an_unknown_field_is_reported_by_path_and_the_rest_loads() -> None:
     config = {"name": "x", "type": "stdio", "timeout": 3, "server_parameters": {"command": "x", "shell": True}}
-    shown = Computer("c", [config]).get_config()
-    assert shown.diagnostics == [
+    assert Computer("c", [config]).diagnostics() == [
         "MCP server 'x': field 'timeout' is not known to smcp_sync and is ignored",
         "MCP server 'x': field 'server_parameters.shell' is not known to smcp_sync and is ignored",
     ]

@@ -117,7 +117,7 @@ def test_a_call_to_a_restarting_servers_tool_is_4003_not_unknown(computer_factor
     result = computer.call_tool("echo", {"text": "x"}, timeout=5)
     assert result.error_code == ErrorCode.TOOL_EXECUTION_FAILED and "restarting" in result.text
     assert computer.call_tool("no_such_tool", {}, timeout=5).error_code == ErrorCode.TOOL_NOT_FOUND
-    diagnostics = computer.get_config().diagnostics
+    diagnostics = computer.diagnostics()
     assert any("'flaky' is restarting" in d for d in diagnostics)
 
 

@@ -32,13 +32,13 @@ def test_a_cold_catalogue_answers_what_is_read_in_time_and_notifies_once_complet
     parameters = {"command": sys.executable, "args": [*args, "--subscribe-delay", "0.1"]}
     config = {"name": "slow", "type": "stdio", "server_parameters": parameters}
     policy = ServerPolicy(cold_wait=COLD_WAIT)
-    with office([config], {"policy": policy}, prefetch_finder=True) as (_, agent):
+    with office([config], {"policy": policy}, prefetch_finder=True) as (computer, agent):
         notes = Notifications(agent, UPDATE)
         began = time.monotonic()
         cold = agent.get_finder("c1", limit=100, timeout=10)
         assert time.monotonic() - began < COLD_WAIT + 2.0
         assert cold.total_count < DOCUMENTS and len(cold.documents) == min(cold.total_count, 100)
-        diagnostics = agent.get_config("c1").diagnostics or []
+        diagnostics = computer.diagnostics()
         assert any(f"of {DOCUMENTS} dpe:// resources are still being read" in d for d in diagnostics), diagnostics
 
         notes.wait_for(UPDATE, 1, timeout=20)

@@ -4,7 +4,7 @@ silently.
 * a field the official SDK reads for something smcp_sync does not do refuses the config,
   saying why (`UNSUPPORTED`), rather than running the server without it;
 * any other unknown field (a typo, a newer SDK's field) is named in a warning when the
-  config is added and in `get_config`'s diagnostics, and otherwise ignored (the
+  config is added and in `Computer.diagnostics()`, and otherwise ignored (the
   official SDK refuses them; a Computer that keeps running serves its other servers).
 """
 

@@ -5,7 +5,10 @@
 * the config is shown as written, `${input:...}` placeholders included, so values typed
   at a prompt never leave the machine; only when a placeholder stands where the schema
   needs a non-string value is it rendered, and then password inputs show `REDACTED`;
-* a password input's `default` is `REDACTED`.
+* a password input's `default` is `REDACTED`;
+* credentials written inline are `REDACTED` too (`credentials`): a URL's user info and
+  the values of its secret-looking query keys, in `url` and in stdio `args`, and in
+  `args` the value after a secret-looking flag (``--token X``, ``--api-key=X``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from ...protocol.codec import from_wire
 from ...protocol.errors import BadRequestError
 from ...protocol.models import MCPServerConfig, MCPServerInput, PromptStringInput, StdioServerConfig
 from ...protocol.models._fields import evolve
+from .credentials import without_credentials
 from .inputs import InputResolver
 
 REDACTED = "<redacted>"
@@ -41,9 +45,11 @@ def public_input(item: MCPServerInput) -> MCPServerInput:
 def _without_secrets(config: MCPServerConfig) -> MCPServerConfig:
     if isinstance(config, StdioServerConfig):
         stdio = config.server_parameters
-        return evolve(config, server_parameters=evolve(stdio, env=_masked(stdio.env)))
+        args = without_credentials(stdio.args, REDACTED)
+        return evolve(config, server_parameters=evolve(stdio, env=_masked(stdio.env), args=args))
     remote = config.server_parameters
-    return evolve(config, server_parameters=evolve(remote, headers=_masked(remote.headers)))
+    url = without_credentials([remote.url], REDACTED)[0]
+    return evolve(config, server_parameters=evolve(remote, headers=_masked(remote.headers), url=url))
 
 
 def _masked(values: Mapping[str, Any] | None) -> dict[str, Any] | None:

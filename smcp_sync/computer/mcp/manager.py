@@ -1,9 +1,10 @@
 """The Computer's MCP servers, seen from sync code: configuration order, lifecycle, and
 thin blocking wrappers over each server's session.
 
-Configs are rendered through the inputs when added (so a bad or unresolvable config is
-an error of the call that adds it, naming the field). Lifecycle operations are
-serialised by one lock that is never taken on the loop; reads use snapshots.
+Configs are rendered (`config.variables`, then the inputs) when added (so a bad or
+unresolvable config is an error of the call that adds it, naming the field). Lifecycle
+operations are serialised by one lock that is never taken on the loop; reads use
+snapshots.
 
 The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
 `complete`) are the seam for Desktop and Finder: they raise `SMCPError`s. An unknown
@@ -54,6 +55,7 @@ from ..config.fields import refuse_unsupported, unknown_fields
 from ..config.files import server_bundle_id
 from ..config.inputs import InputResolver, placeholders
 from ..config.redaction import public_server_config
+from ..config.variables import render_variables
 from ..config.vrl import VrlScript, compile_script
 from .adapter import (
     INVALID_PARAMS,
@@ -137,7 +139,7 @@ class ServerManager:
         raw = dict(to_wire(config)) if not isinstance(config, Mapping) else dict(config)
         bundle_id = server_bundle_id(raw)
         refuse_unsupported(raw, bundle_id)
-        parsed: MCPServerConfig = from_wire(MCPServerConfig, self.inputs.render(raw))
+        parsed: MCPServerConfig = from_wire(MCPServerConfig, self.inputs.render(render_variables(raw)))
         model = evolve(parsed, bundle_id=bundle_id)
         script = compile_script(model.vrl, bundle_id)
         check_env_file(model)

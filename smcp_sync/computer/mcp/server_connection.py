@@ -40,11 +40,13 @@ Spawn = Callable[[Callable[[], Coroutine[Any, Any, Any]], str], None]
 
 
 class ServerUnavailable(Exception):
-    """The MCP server has no live session right now (starting, restarting, stopped)."""
+    """The MCP server has no live session right now (starting, restarting, stopped).
+
+    The message may reach an Agent, so it leaves out why (an OS error, a crash): that is
+    in `status` and in `Computer.diagnostics()` (computer-management/protocol.md §7)."""
 
     def __init__(self, status: ServerStatus) -> None:
-        reason = f": {status.error}" if status.error else ""
-        super().__init__(f"MCP server {status.bundle_id!r} is {status.state.value}{reason}")
+        super().__init__(f"MCP server {status.bundle_id!r} is {status.state.value}")
         self.status = status
 
 

@@ -149,8 +149,6 @@ class GetComputerConfigRet:
     #: Keyed by bundle_id (0.1.x Computers key them by name).
     servers: dict[str, MCPServerConfig]
     inputs: list[MCPServerInput] | None = None
-    #: Our addition: human-readable problems (tool-name clashes, servers down).
-    diagnostics: list[str] | None = None
 
 
 # -- wire hooks ------------------------------------------------------------------------
