@@ -10,11 +10,11 @@ Local use needs no Server at all::
 
 `connect(url, office_id)` then makes the same Computer answer agents (`socket_side`).
 
-Threads (all stopped by `close()`): the bridge loop (MCP I/O), the event thread
-(tool-list refreshes, resource change detection, listeners), the debounce thread
-(`server:update_desktop` / `_finder` / `_skills`), the warm-up thread (reads windows,
-document summaries and skill packages into the cache in the background), and the
-Socket.IO client's own.
+Threads (all stopped by `close()`; docs/ARCHITECTURE.md, Threads): the bridge loop (MCP
+I/O), the event thread (tool-list refreshes, resource change detection, listeners), the
+debounce thread (`server:update_desktop` / `_finder` / `_skills`), the warm-up threads
+(`channels.warmer`: subscriptions ahead of reads of windows, document summaries and
+skill packages), and the Socket.IO connection's reader and handler pool.
 """
 
 from __future__ import annotations

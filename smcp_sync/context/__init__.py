@@ -1,7 +1,9 @@
-"""What the Agent sees of a Computer besides tools: Desktop windows and Finder documents.
+"""How Desktop windows and Finder documents are ordered, filtered and rendered.
 
-Pure functions over already-gathered data (no I/O): the server order both organisers
-share, the Desktop and Finder organisers, and DPE rendering to Markdown / plain text.
+Pure functions and values, no I/O: the server order both share, the Desktop organiser,
+the Finder's catalogue entries, filters and ordering (the Computer's `FinderIndex` keeps
+them current; `organize_finder` is the same rule over a whole list at once), and DPE
+rendering to Markdown / plain text (the Agent renders JSON answers with it).
 """
 
 from .desktop import Window, organize_desktop

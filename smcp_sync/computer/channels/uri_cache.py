@@ -1,6 +1,7 @@
-"""What the Computer remembers of one resource channel (Desktop or Finder): the URIs each
-MCP server lists, what reading them gave (a window's contents, a document's summary),
-and which of them the background warm-up still has to read.
+"""What the Computer remembers of one resource channel (Desktop, Finder or Skills): the
+URIs each MCP server lists, what reading them gave (a window's contents, a document's
+summary, a staged skill package), and which of them the background warm-up still has
+to read.
 
 Why one place with one lock: change detection is a comparison with what was seen before,
 and cached values must be dropped exactly when a change is detected, so "compare and
