@@ -5,17 +5,25 @@ what an orphaned skill's handle serves, how front matter is read, how the warm-u
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+import attrs
 
 import pytest
-from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
+from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, wait_until, write_state
 from office_parts import connected_computer, joined_agent, serving
 
-from smcp_sync import Computer
+from smcp_sync import Agent, Computer
+from smcp_sync.agent.requests import ask, new_req_id
 from smcp_sync.blobs import BlobHandles
 from smcp_sync.computer import allow_all
+from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError
+from smcp_sync.protocol.models import GetSkillReq, GetSkillRet
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -73,12 +81,12 @@ def test_a_package_relisted_under_another_uri_is_staged_and_no_log_line_shows_a_
 
 
 def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -> None:
-    server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": NOTES_MD, "big.txt": BIG}))
+    server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": NOTES_MD, "big.bin": BIG}))
     with serving() as smcp, \
             connected_computer("c", [server], smcp.url, "orphans", timeout=T, policy=FAST,
                                skill_home=tmp_path / "home") as computer, \
             joined_agent("reader", smcp.url, "orphans", timeout=T) as agent:
-        handle = agent.get_skill("c", "mcp:remote:notes", "big.txt", timeout=T).blob_handle
+        handle = agent.get_skill("c", "mcp:remote:notes", "big.bin", timeout=T).blob_handle  # binary: a handle
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()
         computer.stop_server("remote")
         with pytest.raises(BlobError) as caught:
@@ -86,6 +94,15 @@ def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -
         assert (caught.value.code, caught.value.details["reason"]) == (4018, "gone")
         computer.start_server("remote", timeout=T)
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()  # offered again: readable again
+
+
+def skill_md_handle(agent: Agent, computer: str, name: str) -> str:
+    """The blob handle the Computer answers for a SKILL.md over its inline budget (asked on
+    the wire: `Agent.get_skill` may fetch such a text by itself)."""
+    request = GetSkillReq(agent=agent.name, req_id=new_req_id(), computer=computer, name=name)
+    answer = ask(agent._connection, events.GET_SKILL, request, GetSkillRet, T)
+    assert answer.body is None and answer.blob_handle is not None
+    return answer.blob_handle
 
 
 def test_skill_md_handles_count_against_the_blob_memory_bound(tmp_path: Path) -> None:
@@ -96,8 +113,7 @@ def test_skill_md_handles_count_against_the_blob_memory_bound(tmp_path: Path) ->
                                skill_home=tmp_path / "home") as computer, \
             joined_agent("reader", smcp.url, "memory", timeout=T) as agent:
         computer.blobs = BlobHandles(max_memory=1000)  # room for one SKILL.md held in memory, not two
-        first = agent.get_skill("c", "mcp:remote:notes", timeout=T).blob_handle
-        second = agent.get_skill("c", "mcp:remote:notes", timeout=T).blob_handle
+        first, second = (skill_md_handle(agent, "c", "mcp:remote:notes") for _ in range(2))
         assert agent.get_blob("c", second, timeout=T) == long_md.split("---\n", 2)[2].encode()
         with pytest.raises(BlobError) as caught:
             agent.get_blob("c", first, timeout=T)
@@ -140,3 +156,91 @@ def test_front_matter_is_yaml_and_a_package_with_invalid_yaml_is_left_out_with_i
     [reason] = [r.getMessage() for r in caplog.records if "skill://yaml/broken" in r.getMessage()]
     assert "front matter is not valid YAML" in reason and "line 4" in reason  # the closing ---
     assert str(tmp_path) not in reason
+
+
+# -- archive downloads: one deadline each, on a warm-up lane of their own, ended by close()
+
+
+class Drip:
+    """An HTTP server whose one archive never finishes: it announces 10 MB and sends a
+    byte every 50 ms until the client goes away (`ended`)."""
+
+    def __init__(self) -> None:
+        self.connected = threading.Event()
+        self.ended = threading.Event()
+        self._stop = threading.Event()
+        drip = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+                self.send_response(200)
+                self.send_header("Content-Length", str(10_000_000))
+                self.end_headers()
+                drip.connected.set()
+                try:
+                    for _ in range(2000):  # bounded: 100 s
+                        if drip._stop.wait(0.05):
+                            return
+                        self.wfile.write(b"\0")
+                        self.wfile.flush()
+                except OSError:
+                    pass
+                finally:
+                    drip.ended.set()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/slow.tar.gz"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="drip-http")
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[Drip]:
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(10)
+
+
+def archive_server(tmp_path: Path, url: str) -> dict[str, Any]:
+    meta = {"source": "archive", "archive_uri": url, "archive_format": "tar.gz"}
+    return skill_server(tmp_path, "arch", [{"uri": "skill://arch/slow", "name": "slow", "_meta": meta}])
+
+
+def test_an_archive_download_has_one_deadline_not_one_per_read(
+    no_leaks: None, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    policy = attrs.evolve(FAST, request_timeout=1.0, cold_wait=0.2)
+    with Drip().serving() as drip, \
+            Computer("c", [archive_server(tmp_path, drip.url)], policy=policy, skill_home=tmp_path / "home",
+                     confirm=allow_all) as computer:
+        assert drip.connected.wait(T)
+        reasons = lambda: [r.getMessage() for r in caplog.records if "skill://arch/slow" in r.getMessage()]  # noqa: E731
+        [reason] = wait_until(reasons, 15, "the download given up")  # a byte every 50 ms: no read ever times out
+        assert "took longer than 1 s" in reason
+        assert drip.ended.wait(T)
+        assert computer.skills() == []
+
+
+def test_a_stalled_download_holds_up_no_desktop_update_and_close_ends_it(no_leaks: None, tmp_path: Path) -> None:
+    policy = attrs.evolve(FAST, request_timeout=25.0, cold_wait=0.2)
+    desk = skill_server(tmp_path, "desk", [])
+    window = {"uri": "window://desk.host/main", "name": "main", "text": "hello"}
+    with Drip().serving() as drip:
+        computer = Computer("c", [archive_server(tmp_path, drip.url), desk], policy=policy,
+                            skill_home=tmp_path / "home", confirm=allow_all).start()
+        try:
+            assert drip.connected.wait(T)  # the warm-up is now downloading, for up to 25 s
+            result = computer.call_tool("desk__set_resources", {"resources": [window]}, timeout=T)
+            assert not result.is_error, result.text
+            wait_until(lambda: any(w.startswith(window["uri"]) for w in computer.desktop()), 10, "the new window")
+        finally:
+            computer.close()
+        alive = [t.name for t in threading.enumerate() if t.name.startswith("smcp-computer-")]
+        assert alive == []
+        assert drip.ended.wait(5)

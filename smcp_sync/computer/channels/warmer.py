@@ -1,6 +1,6 @@
-"""The background warm-up of the resource channels (Desktop and Finder alike): two threads
-per Computer, one subscribing to what the channels' caches have queued for it
-(`ResourceChannel.subscribe_ahead`), one reading what is subscribed to
+"""The background warm-up of the resource channels (Desktop, Finder and Skills alike):
+threads per Computer, one subscribing to what the channels' caches have queued for it
+(`ResourceChannel.subscribe_ahead`), one per warm lane reading what is subscribed to
 (`ResourceChannel.warm`), each one batch at a time, taking (channel, server) pairs in turn.
 
 Why threads of their own: every MCP request from sync code is a blocking call into the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ...threads.thread_stop import join_stopped
 from .channel import ResourceChannel, Subscribe, WarmStep
@@ -87,8 +87,17 @@ class _Stage:
 
 
 class Warmer:
+    """One subscribing thread, and a reading thread per warm lane (`lanes`; a channel
+    names its `warm_lane`): the Skills, whose reads download and unpack archives, read on
+    a lane of their own, so the Desktop's and the Finder's warm-up never waits on them."""
+
     def __init__(
-        self, name: str, subscribe: Subscribe, announce: Callable[[Channel], None], batch: int = WARM_BATCH
+        self,
+        name: str,
+        subscribe: Subscribe,
+        announce: Callable[[Channel], None],
+        batch: int = WARM_BATCH,
+        lanes: Sequence[str] = ("shared",),
     ) -> None:
         self._subscribing = _Stage(
             f"smcp-computer-subscribe[{name}]",
@@ -96,22 +105,29 @@ class Warmer:
             lambda channel, server: channel.subscribe_ahead(server, subscribe, batch),
             announce,
         )
-        self._reading = _Stage(
-            f"smcp-computer-warm[{name}]",
-            "warming",
-            lambda channel, server: channel.warm(server, batch),
-            announce,
-        )
-        self._subscribing.worked = self._reading.wake  # what was subscribed to is to be read
+        self._reading = {
+            lane: _Stage(
+                f"smcp-computer-warm[{name}]" if lane == "shared" else f"smcp-computer-warm-{lane}[{name}]",
+                "warming",
+                lambda channel, server: channel.warm(server, batch),
+                announce,
+            )
+            for lane in lanes
+        }
+        self._subscribing.worked = self._read  # what was subscribed to is to be read
 
     def start(self) -> None:
         self._subscribing.thread.start()
-        self._reading.thread.start()
+        for stage in self._reading.values():
+            stage.thread.start()
 
     def wake(self, channel: Channel, server: str) -> None:
         """`server` may have URIs of `channel` to warm. Thread-safe, never blocks for long."""
         self._subscribing.wake(channel, server)
-        self._reading.wake(channel, server)
+        self._read(channel, server)
+
+    def _read(self, channel: Channel, server: str) -> None:
+        self._reading[channel.warm_lane].wake(channel, server)
 
     @property
     def halted(self) -> bool:
@@ -122,11 +138,13 @@ class Warmer:
         fail (the Computer is closing; the channels, halted too, drop what the batches
         under way read)."""
         self._subscribing.halt()
-        self._reading.halt()
+        for stage in self._reading.values():
+            stage.halt()
 
     def stop(self, timeout: float) -> None:
         """`halt`, and wait for the batches under way (their requests end once the MCP
         servers are stopped)."""
         self.halt()
         join_stopped(self._subscribing.thread, timeout, "subscribing thread")
-        join_stopped(self._reading.thread, timeout, "warm-up thread")
+        for stage in self._reading.values():
+            join_stopped(stage.thread, timeout, "warm-up thread")
