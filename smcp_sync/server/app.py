@@ -263,7 +263,7 @@ def _shared_through_redis(
     except ImportError as exc:  # the redis client is an optional extra
         raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
     registry = RedisRegistry(url, prefix=prefix)
-    options = {"socket_connect_timeout": REDIS_TIMEOUT}
+    options = {"socket_connect_timeout": REDIS_TIMEOUT, "socket_timeout": REDIS_TIMEOUT}
     return registry, StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=options)
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import Future
 from typing import Any, Iterable
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import engineio
 import socketio
@@ -32,6 +32,7 @@ from .admission import ConnectionsPerAddress
 from .answers import refusal_for
 from .auth_failures import AuthFailures
 from .limits import DEFAULT_MAX_SEND_BACKLOG, DEFAULT_MAX_UNAUTHENTICATED_BYTES, ServerLimits
+from .publisher import Publisher
 from .request_deadlines import shutdown_socket
 from .send_backlog import BacklogQueue
 
@@ -575,14 +576,34 @@ _EVENT_NAME = re.compile(r'\s*\[\s*"([^"\\]{1,200})"')
 
 class StoppableRedisManager(socketio.RedisManager):
     """python-socketio's Redis client manager (emits, rooms and acks across Server
-    processes) whose listener thread ends on `close()`: the stock one loops for the life
-    of the process. Its private generator `_listen` raises `_ListenerClosed` once closing,
-    which its private `_thread` loop lets through (it catches every Exception, and logs
-    an error when the generator returns) and our `_thread` ends on."""
+    processes), bounded under a Redis that hangs and stoppable.
+
+    * It publishes from one thread of its own (`publisher`): the stock `_publish` runs on
+      the emitting thread, which may be the one reading a client's socket.
+    * Its listener reads on a connection of its own without a read timeout (the other
+      has one, `socket_timeout`): it waits for messages as long as none come, where a
+      timed-out read would make the stock listener pause and subscribe again, missing
+      what is published meanwhile.
+    * Its listener thread ends on `close()` (the stock one loops for the life of the
+      process): the private generator `_listen` raises `_ListenerClosed` once closing,
+      which the private `_thread` loop lets through (it catches every Exception, and
+      logs an error when the generator returns) and our `_thread` ends on."""
 
     def __init__(self, url: str, **kwargs: Any) -> None:
         super().__init__(url, **kwargs)
         self._closing = threading.Event()
+        self._publisher = Publisher(super()._publish)
+
+    def _publish(self, data: Any) -> None:
+        self._publisher.submit(data)
+
+    def _redis_connect(self) -> None:
+        super()._redis_connect()
+        if "sentinel" not in urlsplit(self.redis_url).scheme:
+            import redis  # the `redis` extra, which python-socketio has imported already
+
+            options = {key: value for key, value in self.redis_options.items() if key != "socket_timeout"}
+            self.pubsub = redis.Redis.from_url(self.redis_url, **options).pubsub(ignore_subscribe_messages=True)
 
     def _listen(self) -> Any:
         for message in super()._listen():
@@ -597,13 +618,17 @@ class StoppableRedisManager(socketio.RedisManager):
             pass
 
     def close(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
-        """End the listener: wake it with a message no Server acts on, then join it (if
-        Redis is down it is retrying a connection and ends once it gets one)."""
+        """Publish what is queued, wake the listener with a message no Server acts on,
+        then join both threads (if Redis is down the listener is retrying a connection
+        and ends once it gets one)."""
         self._closing.set()
         thread = getattr(self, "thread", None)
+        if thread is not None:
+            self._publish("closing")
+        if not self._publisher.close(timeout):
+            logger.warning("Redis publisher thread still running after %.1f s", timeout)
         if thread is None:
             return
-        self._publish("closing")
         thread.join(timeout)
         if thread.is_alive():
             logger.warning("Redis listener thread still running after %.1f s", timeout)
