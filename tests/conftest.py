@@ -37,13 +37,14 @@ LEAK_GRACE_SECONDS = 8.0
 #: smaller counts run everywhere; `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`).
 SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES"}
 #: Marked `edges` (paths under tests/): the suites that drive whole processes — our CLI,
-#: the examples, offices under faults and load, the context channels end to end, MCP
-#: server supervision. tox runs them on the oldest and newest interpreters (and `lowest`
-#: its share): they cost about 60 % of an environment's time in child processes, and the
+#: the examples, offices under faults and load (one Server, and nodes behind Redis), the
+#: context channels end to end, MCP server supervision. tox runs them on the oldest and
+#: newest interpreters (and `lowest` its share): they cost about 60 % of an environment's time in child processes, and the
 #: library code they reach runs on every interpreter in the other suites.
 EDGE_SUITES = (
     "cli/", "examples/", "reliability/", "context_end_to_end/", "test_mcp_servers.py",
     "computer/test_supervision.py", "computer/test_cli.py", "computer/test_vrl.py",
+    "scale_out/test_faults.py", "scale_out/test_failover.py",
 )  # fmt: skip
 TESTS = Path(__file__).resolve().parent
 
