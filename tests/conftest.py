@@ -39,8 +39,9 @@ SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_
 #: Marked `edges` (paths under tests/): the suites that drive whole processes — our CLI,
 #: the examples, offices under faults and load (one Server, and nodes behind Redis), the
 #: context channels end to end, MCP server supervision. tox runs them on the oldest and
-#: newest interpreters (and `lowest` its share): they cost about 60 % of an environment's time in child processes, and the
-#: library code they reach runs on every interpreter in the other suites.
+#: newest interpreters (and `lowest` its share): they cost about 60 % of an environment's
+#: time in child processes, and the library code they reach runs on every interpreter in
+#: the other suites.
 EDGE_SUITES = (
     "cli/", "examples/", "reliability/", "context_end_to_end/", "test_mcp_servers.py",
     "computer/test_supervision.py", "computer/test_cli.py", "computer/test_vrl.py",
