@@ -55,7 +55,8 @@ class StoppableEngineIO(engineio.Server):
     def __init__(self, *args: Any, max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stopping = threading.Event()
-        self._monitor_clients = self.start_service_task
+        # whether engineio watches ping timeouts (its service task); untyped there
+        self._monitor_clients: bool = getattr(self, "start_service_task")
         self._dropping = False
         self.max_send_backlog = max_send_backlog
         #: Handshake deadlines and drops of overfull clients (never on a sender's thread).
@@ -205,7 +206,7 @@ class StoppableEngineIO(engineio.Server):
         (`received`)."""
         if environ.get("REQUEST_METHOD") == "POST":
             eio_sid = _query_sid(environ.get("QUERY_STRING", ""))
-            if eio_sid in self.sockets and not self.received(eio_sid, _content_length(environ)):
+            if eio_sid is not None and eio_sid in self.sockets and not self.received(eio_sid, _content_length(environ)):
                 self.cut(eio_sid)
                 start_response("413 Payload Too Large", [("Content-Type", "text/plain"), ("Connection", "close")])
                 return [b"too much sent before authentication"]
