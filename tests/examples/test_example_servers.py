@@ -4,7 +4,8 @@ with the ``mcp`` SDK client, exactly as a Computer or the demo runs them.
 The documents server always serves a copy of the sample documents in tmp_path (with fixed
 modification times, so order and ``last_modified`` are known), so tests may add, edit and
 remove files. Each test runs its own event loop with ``asyncio.run``; ``stdio_client``
-stops the child when the session ends.
+stops the child when the session ends. The tests that only read share one documents
+server (``shared_server``), held open on an anyio portal's loop for the module.
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import anyio
+import attrs
 import mcp.types as types
 import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import ClientSession
@@ -48,6 +52,7 @@ WINDOW_SERVER = f"{SERVERS}.window_server"
 TOOLS_SERVER = f"{SERVERS}.tools_server"
 HOST = "com.example.docs"
 WAIT = 15.0  # upper bound for any notification; they normally arrive within a poll interval
+SHARED_READS_TIMEOUT = 30.0  # upper bound for one test's reads on the shared server
 
 REPORT, DESIGN, MEETING, SALES, RELEASE = (
     "2026-Q1-经营报告.md",
@@ -99,13 +104,17 @@ def replace_file(path: Path, data: str | bytes, mtime: str | None = None) -> Non
     os.replace(temporary, path)
 
 
-@pytest.fixture
-def docs(tmp_path: Path) -> Path:
-    folder = tmp_path / "documents"
+def copy_documents(folder: Path) -> Path:
+    """The sample documents copied to `folder`, with the modification times of MTIMES."""
     shutil.copytree(SAMPLE_DOCUMENTS, folder)
     for name, iso in MTIMES.items():
         set_mtime(folder / name, iso)
     return folder
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    return copy_documents(tmp_path / "documents")
 
 
 class Recorder:
@@ -152,6 +161,36 @@ def documents_server(docs: Path, tmp_path: Path, recorder: Recorder | None = Non
     return connect(DOCUMENTS_SERVER, "--root", str(docs), "--poll-interval", "0.1", tmp_path=tmp_path, recorder=recorder)
 
 
+@attrs.frozen
+class SharedServer:
+    """A documents server on `docs` that the module's reading tests share: one child
+    process instead of one per test (each costs seconds of importing)."""
+
+    docs: Path
+    session: ClientSession
+    portal: BlockingPortal
+
+    def run(self, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+        """`await body(session)` on the session's event loop, bounded like any wait."""
+
+        async def bounded() -> None:
+            with anyio.fail_after(SHARED_READS_TIMEOUT):
+                await body(self.session)
+
+        self.portal.call(bounded)
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServer]:
+    """For tests that only read: they change neither the folder nor the session's state."""
+    tmp_path = tmp_path_factory.mktemp("shared")
+    folder = copy_documents(tmp_path / "documents")
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(
+        documents_server(folder, tmp_path)
+    ) as session:
+        yield SharedServer(folder, session, portal)
+
+
 async def read(session: ClientSession, resource_uri: str) -> tuple[str, str]:
     contents = (await session.read_resource(resource_uri)).contents
     assert len(contents) == 1 and contents[0].uri == resource_uri
@@ -193,162 +232,158 @@ async def read_error(session: ClientSession, resource_uri: str) -> MCPError:
 
 
 @pytest.mark.timeout(60)
-def test_documents_server_declares_capabilities_lists_documents_and_templates(docs: Path, tmp_path: Path) -> None:
-    async def body() -> None:
-        async with documents_server(docs, tmp_path) as session:
-            caps = session.server_capabilities
-            assert caps is not None and caps.resources is not None and caps.completions is not None
-            assert (caps.resources.subscribe, caps.resources.list_changed) == (True, True)
+def test_documents_server_declares_capabilities_lists_documents_and_templates(shared_server: SharedServer) -> None:
+    async def body(session: ClientSession) -> None:
+        caps = session.server_capabilities
+        assert caps is not None and caps.resources is not None and caps.completions is not None
+        assert (caps.resources.subscribe, caps.resources.list_changed) == (True, True)
 
-            resources = (await session.list_resources()).resources
-            assert [r.uri for r in resources] == [uri(name) for name in MTIMES]  # newest first
-            report = resources[1]
-            assert report.name == REFS[REPORT] and report.title == "2026 年第一季度经营报告"
-            assert report.mime_type == "application/json" and report.description.startswith("本报告汇总了")
-            assert report.annotations is not None and report.annotations.last_modified == MTIMES[REPORT]
+        resources = (await session.list_resources()).resources
+        assert [r.uri for r in resources] == [uri(name) for name in MTIMES]  # newest first
+        report = resources[1]
+        assert report.name == REFS[REPORT] and report.title == "2026 年第一季度经营报告"
+        assert report.mime_type == "application/json" and report.description.startswith("本报告汇总了")
+        assert report.annotations is not None and report.annotations.last_modified == MTIMES[REPORT]
 
-            templates = (await session.list_resource_templates()).resource_templates
-            assert [t.uri_template for t in templates] == [
-                f"dpe://{HOST}/{{doc_ref}}/pages/{{page_index}}",
-                f"dpe://{HOST}/{{doc_ref}}/elements/{{element_id}}",
-            ]
+        templates = (await session.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == [
+            f"dpe://{HOST}/{{doc_ref}}/pages/{{page_index}}",
+            f"dpe://{HOST}/{{doc_ref}}/elements/{{element_id}}",
+        ]
 
-    asyncio.run(body())
-
-
-@pytest.mark.timeout(60)
-def test_navigation_from_catalogue_to_element_follows_returned_uris(docs: Path, tmp_path: Path) -> None:
-    async def body() -> None:
-        async with documents_server(docs, tmp_path) as session:
-            catalogue = await read_json(session, f"dpe://{HOST}")
-            assert catalogue["total_count"] == 5
-            assert [d["doc_ref"] for d in catalogue["documents"]] == [REFS[name] for name in MTIMES]
-            summary = catalogue["documents"][1]
-            assert summary == {
-                "doc_ref": REFS[REPORT],
-                "uri": uri(REPORT),
-                "file_uri": (docs / REPORT).resolve().as_uri(),
-                "file_type": "md",
-                "title": "2026 年第一季度经营报告",
-                "page_count": 6,
-                "keywords": ["经营概览", "收入分析", "成本与费用", "重点项目进展", "下季度计划"],
-                "summary": summary["summary"],
-                "last_modified": MTIMES[REPORT],
-            }
-            assert "pages" not in summary
-
-            # Level 1: metadata only by default, the page index with depth=pages
-            assert await read_json(session, summary["uri"]) == summary
-            document = await read_json(session, summary["uri"] + "?depth=pages")
-            assert (document["page_offset"], document["page_limit"], document["page_total"]) == (0, 20, 6)
-            assert [(p["page_index"], p["title"], p["element_count"]) for p in document["pages"]] == [
-                (0, "2026 年第一季度经营报告", 2), (1, "经营概览", 4), (2, "收入分析", 3),
-                (3, "成本与费用", 3), (4, "重点项目进展", 2), (5, "下季度计划", 2),
-            ]  # fmt: skip
-            assert all(p["doc_ref"] == REFS[REPORT] for p in document["pages"])
-
-            # Level 2: the page the index points to
-            page = await read_json(session, document["pages"][2]["uri"])
-            assert (page["page_index"], page["title"], page["element_count"]) == (2, "收入分析", 3)
-            assert page["uri"] == uri(REPORT, "/pages/2") and page["doc_ref"] == REFS[REPORT]
-            assert [(e["element_id"], e["category"]) for e in page["elements"]] == [
-                ("h-003", "heading"), ("tbl-001", "table"), ("txt-004", "text"),
-            ]  # fmt: skip
-            heading, table = page["elements"][0], page["elements"][1]
-            assert heading["content"] == {"level": 2, "text": "收入分析"}
-            assert table["content"]["headers"] == ["月份", "收入（万元）", "环比", "同比"]
-            assert table["content"]["rows"][3] == ["合计", "4,180", "—", "+14.6%"]
-            assert table["summary"] == "月份, 收入（万元）, 环比, 同比 (4 rows × 4 columns)"
-
-            # Level 3: the element in full
-            element = await read_json(session, uri(REPORT, "/elements/tbl-001"))
-            assert element == {
-                "element_id": "tbl-001",
-                "category": "table",
-                "summary": table["summary"],
-                "content": {**table["content"], "total_rows": 4, "total_columns": 4},
-                "doc_ref": REFS[REPORT],
-                "page_index": 2,
-                "uri": uri(REPORT, "/elements/tbl-001"),
-                "metadata": {"source_lines": "18-23"},
-            }
-
-    asyncio.run(body())
+    shared_server.run(body)
 
 
 @pytest.mark.timeout(60)
-def test_page_index_paging_categories_filter_and_formats(docs: Path, tmp_path: Path) -> None:
-    async def body() -> None:
-        async with documents_server(docs, tmp_path) as session:
-            paged = await read_json(session, uri(REPORT, "?depth=pages&offset=2&limit=3"))
-            assert [p["page_index"] for p in paged["pages"]] == [2, 3, 4]
-            assert (paged["page_offset"], paged["page_limit"], paged["page_total"]) == (2, 3, 6)
-            past_end = await read_json(session, uri(REPORT, "?depth=pages&offset=6"))
-            assert past_end["pages"] == [] and past_end["page_total"] == 6
+def test_navigation_from_catalogue_to_element_follows_returned_uris(shared_server: SharedServer) -> None:
+    async def body(session: ClientSession) -> None:
+        catalogue = await read_json(session, f"dpe://{HOST}")
+        assert catalogue["total_count"] == 5
+        assert [d["doc_ref"] for d in catalogue["documents"]] == [REFS[name] for name in MTIMES]
+        summary = catalogue["documents"][1]
+        assert summary == {
+            "doc_ref": REFS[REPORT],
+            "uri": uri(REPORT),
+            "file_uri": (shared_server.docs / REPORT).resolve().as_uri(),
+            "file_type": "md",
+            "title": "2026 年第一季度经营报告",
+            "page_count": 6,
+            "keywords": ["经营概览", "收入分析", "成本与费用", "重点项目进展", "下季度计划"],
+            "summary": summary["summary"],
+            "last_modified": MTIMES[REPORT],
+        }
+        assert "pages" not in summary
 
-            tables = await read_json(session, uri(REPORT, "/pages/2?categories=table"))
-            assert [e["element_id"] for e in tables["elements"]] == ["tbl-001"]
-            assert tables["element_count"] == 3  # the page's count, before filtering
-            design = await read_json(session, uri(DESIGN, "/pages/2?categories=code,image,table"))
-            assert [e["category"] for e in design["elements"]] == ["code", "image", "table"]
-            assert design["elements"][1]["content"] == {
-                "alt": "Thread layout of the bridge", "url": "images/bridge-threads.svg",
-            }  # fmt: skip
+        # Level 1: metadata only by default, the page index with depth=pages
+        assert await read_json(session, summary["uri"]) == summary
+        document = await read_json(session, summary["uri"] + "?depth=pages")
+        assert (document["page_offset"], document["page_limit"], document["page_total"]) == (0, 20, 6)
+        assert [(p["page_index"], p["title"], p["element_count"]) for p in document["pages"]] == [
+            (0, "2026 年第一季度经营报告", 2), (1, "经营概览", 4), (2, "收入分析", 3),
+            (3, "成本与费用", 3), (4, "重点项目进展", 2), (5, "下季度计划", 2),
+        ]  # fmt: skip
+        assert all(p["doc_ref"] == REFS[REPORT] for p in document["pages"])
 
-            mime_type, markdown = await read(session, uri(REPORT, "/pages/2?format=markdown"))
-            assert mime_type == "text/markdown"
-            assert markdown.startswith("## 收入分析\n\n| 月份 | 收入（万元） | 环比 | 同比 |\n| --- | --- | --- | --- |\n")
-            assert "| 3 月 | 1,615 | +23.8% | +18.1% |" in markdown
-            mime_type, text = await read(session, uri(REPORT, "/pages/2?format=text"))
-            assert mime_type == "text/plain"
-            assert text.startswith("收入分析\n\n月份\t收入（万元）\t环比\t同比\n1 月\t1,260\t-6.0%\t+11.2%")
-            assert "|" not in text and "#" not in text
+        # Level 2: the page the index points to
+        page = await read_json(session, document["pages"][2]["uri"])
+        assert (page["page_index"], page["title"], page["element_count"]) == (2, "收入分析", 3)
+        assert page["uri"] == uri(REPORT, "/pages/2") and page["doc_ref"] == REFS[REPORT]
+        assert [(e["element_id"], e["category"]) for e in page["elements"]] == [
+            ("h-003", "heading"), ("tbl-001", "table"), ("txt-004", "text"),
+        ]  # fmt: skip
+        heading, table = page["elements"][0], page["elements"][1]
+        assert heading["content"] == {"level": 2, "text": "收入分析"}
+        assert table["content"]["headers"] == ["月份", "收入（万元）", "环比", "同比"]
+        assert table["content"]["rows"][3] == ["合计", "4,180", "—", "+14.6%"]
+        assert table["summary"] == "月份, 收入（万元）, 环比, 同比 (4 rows × 4 columns)"
 
-            mime_type, code = await read(session, uri(DESIGN, "/elements/code-001?format=markdown"))
-            assert (mime_type, code.splitlines()[0], code.splitlines()[-1]) == ("text/markdown", "```python", "```")
-            _, document = await read(session, uri(MEETING, "?format=markdown&depth=pages&limit=2"))
-            assert document.startswith("# 产品评审会议纪要（2026-03-12）\n")
-            assert "- keywords: 会议纪要, 产品评审, Finder" in document and "Pages 0–1 of 4" in document
-            mime_type, catalogue = await read(session, f"dpe://{HOST}?format=text")
-            assert mime_type == "text/plain"
-            assert [line for line in catalogue.splitlines() if line.startswith("page_count:")] == [
-                "page_count: 1", "page_count: 6", "page_count: 5", "page_count: 4", "page_count: 2",
-            ]  # fmt: skip
+        # Level 3: the element in full
+        element = await read_json(session, uri(REPORT, "/elements/tbl-001"))
+        assert element == {
+            "element_id": "tbl-001",
+            "category": "table",
+            "summary": table["summary"],
+            "content": {**table["content"], "total_rows": 4, "total_columns": 4},
+            "doc_ref": REFS[REPORT],
+            "page_index": 2,
+            "uri": uri(REPORT, "/elements/tbl-001"),
+            "metadata": {"source_lines": "18-23"},
+        }
 
-    asyncio.run(body())
+    shared_server.run(body)
 
 
 @pytest.mark.timeout(60)
-def test_csv_text_and_front_matter_documents(docs: Path, tmp_path: Path) -> None:
-    async def body() -> None:
-        async with documents_server(docs, tmp_path) as session:
-            sales = await read_json(session, uri(SALES, "?depth=pages"))
-            assert (sales["file_type"], sales["title"], sales["page_count"]) == ("csv", "sales-2026-q1", 1)
-            assert sales["keywords"] == ["月份", "地区", "产品", "销量", "销售额（元）"]
-            page = await read_json(session, uri(SALES, "/pages/0"))
-            assert [(e["element_id"], e["category"]) for e in page["elements"]] == [("tbl-001", "table")]
-            table = await read_json(session, uri(SALES, "/elements/tbl-001"))
-            assert table["content"]["rows"][0] == ["2026-01", "华东", "企业版订阅", "48", "1152000"]
-            assert (table["content"]["total_rows"], table["content"]["total_columns"]) == (12, 5)
-            assert table["metadata"] == {"source_range": "A1:E13"}
+def test_page_index_paging_categories_filter_and_formats(shared_server: SharedServer) -> None:
+    async def body(session: ClientSession) -> None:
+        paged = await read_json(session, uri(REPORT, "?depth=pages&offset=2&limit=3"))
+        assert [p["page_index"] for p in paged["pages"]] == [2, 3, 4]
+        assert (paged["page_offset"], paged["page_limit"], paged["page_total"]) == (2, 3, 6)
+        past_end = await read_json(session, uri(REPORT, "?depth=pages&offset=6"))
+        assert past_end["pages"] == [] and past_end["page_total"] == 6
 
-            release = await read_json(session, uri(RELEASE, "?depth=pages"))
-            assert release["title"] == "Release notes - document service 1.4" and release["file_type"] == "txt"
-            assert [p["title"] for p in release["pages"]] == ["Release notes - document service 1.4", "Upgrade notes"]
-            second = await read_json(session, uri(RELEASE, "/pages/1"))
-            assert second["elements"][1]["content"]["text"].startswith("No configuration changes are needed.")
+        tables = await read_json(session, uri(REPORT, "/pages/2?categories=table"))
+        assert [e["element_id"] for e in tables["elements"]] == ["tbl-001"]
+        assert tables["element_count"] == 3  # the page's count, before filtering
+        design = await read_json(session, uri(DESIGN, "/pages/2?categories=code,image,table"))
+        assert [e["category"] for e in design["elements"]] == ["code", "image", "table"]
+        assert design["elements"][1]["content"] == {
+            "alt": "Thread layout of the bridge", "url": "images/bridge-threads.svg",
+        }  # fmt: skip
 
-            meeting = await read_json(session, uri(MEETING))
-            assert meeting["title"] == "产品评审会议纪要（2026-03-12）"  # front matter beats the H1
-            assert meeting["keywords"] == ["会议纪要", "产品评审", "Finder"]
-            assert meeting["summary"].startswith("评审 Finder 文档导航的交互方案")
-            design = await read_json(session, uri(DESIGN, "?depth=pages"))
-            assert design["keywords"] == ["architecture", "threading", "asyncio", "MCP"]
-            assert [p["title"] for p in design["pages"]] == [
-                "Design note: the synchronous bridge", "Problem", "Decision", "Consequences", "References",
-            ]  # fmt: skip
+        mime_type, markdown = await read(session, uri(REPORT, "/pages/2?format=markdown"))
+        assert mime_type == "text/markdown"
+        assert markdown.startswith("## 收入分析\n\n| 月份 | 收入（万元） | 环比 | 同比 |\n| --- | --- | --- | --- |\n")
+        assert "| 3 月 | 1,615 | +23.8% | +18.1% |" in markdown
+        mime_type, text = await read(session, uri(REPORT, "/pages/2?format=text"))
+        assert mime_type == "text/plain"
+        assert text.startswith("收入分析\n\n月份\t收入（万元）\t环比\t同比\n1 月\t1,260\t-6.0%\t+11.2%")
+        assert "|" not in text and "#" not in text
 
-    asyncio.run(body())
+        mime_type, code = await read(session, uri(DESIGN, "/elements/code-001?format=markdown"))
+        assert (mime_type, code.splitlines()[0], code.splitlines()[-1]) == ("text/markdown", "```python", "```")
+        _, document = await read(session, uri(MEETING, "?format=markdown&depth=pages&limit=2"))
+        assert document.startswith("# 产品评审会议纪要（2026-03-12）\n")
+        assert "- keywords: 会议纪要, 产品评审, Finder" in document and "Pages 0–1 of 4" in document
+        mime_type, catalogue = await read(session, f"dpe://{HOST}?format=text")
+        assert mime_type == "text/plain"
+        assert [line for line in catalogue.splitlines() if line.startswith("page_count:")] == [
+            "page_count: 1", "page_count: 6", "page_count: 5", "page_count: 4", "page_count: 2",
+        ]  # fmt: skip
+
+    shared_server.run(body)
+
+
+@pytest.mark.timeout(60)
+def test_csv_text_and_front_matter_documents(shared_server: SharedServer) -> None:
+    async def body(session: ClientSession) -> None:
+        sales = await read_json(session, uri(SALES, "?depth=pages"))
+        assert (sales["file_type"], sales["title"], sales["page_count"]) == ("csv", "sales-2026-q1", 1)
+        assert sales["keywords"] == ["月份", "地区", "产品", "销量", "销售额（元）"]
+        page = await read_json(session, uri(SALES, "/pages/0"))
+        assert [(e["element_id"], e["category"]) for e in page["elements"]] == [("tbl-001", "table")]
+        table = await read_json(session, uri(SALES, "/elements/tbl-001"))
+        assert table["content"]["rows"][0] == ["2026-01", "华东", "企业版订阅", "48", "1152000"]
+        assert (table["content"]["total_rows"], table["content"]["total_columns"]) == (12, 5)
+        assert table["metadata"] == {"source_range": "A1:E13"}
+
+        release = await read_json(session, uri(RELEASE, "?depth=pages"))
+        assert release["title"] == "Release notes - document service 1.4" and release["file_type"] == "txt"
+        assert [p["title"] for p in release["pages"]] == ["Release notes - document service 1.4", "Upgrade notes"]
+        second = await read_json(session, uri(RELEASE, "/pages/1"))
+        assert second["elements"][1]["content"]["text"].startswith("No configuration changes are needed.")
+
+        meeting = await read_json(session, uri(MEETING))
+        assert meeting["title"] == "产品评审会议纪要（2026-03-12）"  # front matter beats the H1
+        assert meeting["keywords"] == ["会议纪要", "产品评审", "Finder"]
+        assert meeting["summary"].startswith("评审 Finder 文档导航的交互方案")
+        design = await read_json(session, uri(DESIGN, "?depth=pages"))
+        assert design["keywords"] == ["architecture", "threading", "asyncio", "MCP"]
+        assert [p["title"] for p in design["pages"]] == [
+            "Design note: the synchronous bridge", "Problem", "Decision", "Consequences", "References",
+        ]  # fmt: skip
+
+    shared_server.run(body)
 
 
 EDGE_CASES = """\
@@ -481,35 +516,34 @@ def test_completion_of_doc_ref_page_index_and_element_id(docs: Path, tmp_path: P
 
 
 @pytest.mark.timeout(60)
-def test_finder_errors_carry_the_smcp_code(docs: Path, tmp_path: Path) -> None:
-    async def body() -> None:
-        async with documents_server(docs, tmp_path) as session:
-            assert_finder_error(await read_error(session, f"dpe://{HOST}/nope-000000"), 4201, doc_ref="nope-000000")
-            out_of_range = await read_error(session, uri(REPORT, "/pages/6"))
-            assert_finder_error(out_of_range, 4202, doc_ref=REFS[REPORT], page_index=6, page_count=6)
-            assert_finder_error(
-                await read_error(session, uri(REPORT, "/elements/tbl-099")), 4203, element_id="tbl-099"
-            )
-            for bad, rule in [
-                (uri(REPORT, "?format=xml"), "rule 4"),
-                (uri(REPORT, "?depth=all"), "rule 5"),
-                (uri(REPORT, "?depth=pages&offset=-1"), "rule 6"),
-                (uri(REPORT, "?depth=pages&limit=101"), "rule 7"),
-                (uri(REPORT, "/pages/0?categories=table,chartz"), "rule 8"),
-                (uri(REPORT, "/pages/first"), "rule 3"),
-                (f"file:///{REPORT}", "rule 1"),
-            ]:
-                error = await read_error(session, bad)
-                assert_finder_error(error, 4204, uri=bad)
-                assert rule in error.message
-            elsewhere = await read_error(session, "dpe://com.example.other/whatever")
-            assert elsewhere.code == -32002 and elsewhere.data is None
-            with pytest.raises(MCPError) as subscription:
-                await subscribe(session, f"dpe://{HOST}/nope-000000")
-            assert_finder_error(subscription.value, 4201, doc_ref="nope-000000")
-            assert len((await session.list_resources()).resources) == 5  # still serving
+def test_finder_errors_carry_the_smcp_code(shared_server: SharedServer) -> None:
+    async def body(session: ClientSession) -> None:
+        assert_finder_error(await read_error(session, f"dpe://{HOST}/nope-000000"), 4201, doc_ref="nope-000000")
+        out_of_range = await read_error(session, uri(REPORT, "/pages/6"))
+        assert_finder_error(out_of_range, 4202, doc_ref=REFS[REPORT], page_index=6, page_count=6)
+        assert_finder_error(
+            await read_error(session, uri(REPORT, "/elements/tbl-099")), 4203, element_id="tbl-099"
+        )
+        for bad, rule in [
+            (uri(REPORT, "?format=xml"), "rule 4"),
+            (uri(REPORT, "?depth=all"), "rule 5"),
+            (uri(REPORT, "?depth=pages&offset=-1"), "rule 6"),
+            (uri(REPORT, "?depth=pages&limit=101"), "rule 7"),
+            (uri(REPORT, "/pages/0?categories=table,chartz"), "rule 8"),
+            (uri(REPORT, "/pages/first"), "rule 3"),
+            (f"file:///{REPORT}", "rule 1"),
+        ]:
+            error = await read_error(session, bad)
+            assert_finder_error(error, 4204, uri=bad)
+            assert rule in error.message
+        elsewhere = await read_error(session, "dpe://com.example.other/whatever")
+        assert elsewhere.code == -32002 and elsewhere.data is None
+        with pytest.raises(MCPError) as subscription:
+            await subscribe(session, f"dpe://{HOST}/nope-000000")
+        assert_finder_error(subscription.value, 4201, doc_ref="nope-000000")
+        assert len((await session.list_resources()).resources) == 5  # still serving
 
-    asyncio.run(body())
+    shared_server.run(body)
 
 
 @pytest.mark.timeout(90)
