@@ -153,8 +153,7 @@ def mcp_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
         }
 
 
-@pytest.fixture
-def office(stack: contextlib.ExitStack, mcp_urls: dict[str, str]) -> StandInServer:
+def _start_office(stack: contextlib.ExitStack, mcp_urls: dict[str, str]) -> StandInServer:
     """A real Computer "c1" (tool, resource and completion servers) joined to a stand-in."""
     stand_in = StandInServer()
     stack.callback(stand_in.close)
@@ -166,6 +165,19 @@ def office(stack: contextlib.ExitStack, mcp_urls: dict[str, str]) -> StandInServ
     start_computer(stack, "c1", stand_in.url, OFFICE, *servers, completion)
     stand_in.wait_for_join()
     return stand_in
+
+
+@pytest.fixture
+def office(stack: contextlib.ExitStack, mcp_urls: dict[str, str]) -> StandInServer:
+    """An office of the test's own: the fuzzing may leave anything behind in it."""
+    return _start_office(stack, mcp_urls)
+
+
+@pytest.fixture(scope="module")
+def shared_office(mcp_urls: dict[str, str]) -> Iterator[StandInServer]:
+    """One office for the module's tests that only ask (a Computer costs seconds to start)."""
+    with contextlib.ExitStack() as stack:
+        yield _start_office(stack, mcp_urls)
 
 
 @pytest.mark.timeout(120)
@@ -197,8 +209,8 @@ HUGE = "x" * 100_000
         pytest.param(events.GET_DESKTOP, {"window": "window://" + HUGE + "%"}, id="window"),
     ],
 )
-def test_a_huge_value_is_not_echoed_back(office, event, fields):
-    answer = office.ask(event, ({**REQUESTS[event], **fields},))
+def test_a_huge_value_is_not_echoed_back(shared_office, no_leaks, event, fields):
+    answer = shared_office.ask(event, ({**REQUESTS[event], **fields},))
     assert coded_error(answer).code in (ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND, ErrorCode.MCP_SERVER_NOT_FOUND)
 
 
@@ -220,6 +232,6 @@ def test_a_huge_value_is_not_echoed_back(office, event, fields):
     ],
     ids=["no-completions-capability", "invalid-params", "unknown-window"],
 )
-def test_an_mcp_servers_refusal_is_a_4xx_not_a_500(office, event, fields, code, mcp_code):
-    error = coded_error(office.ask(event, ({**REQUESTS[event], **fields},)))
+def test_an_mcp_servers_refusal_is_a_4xx_not_a_500(shared_office, no_leaks, event, fields, code, mcp_code):
+    error = coded_error(shared_office.ask(event, ({**REQUESTS[event], **fields},)))
     assert (error.code, error.details.get("mcp_code")) == (code, mcp_code), error
