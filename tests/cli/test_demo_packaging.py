@@ -1,6 +1,8 @@
 """`pip install smcp_sync && smcp-sync demo` on a fresh machine: the demo needs nothing
 but the wheel. The wheel is built from the sources (pip, as a user would) and the demo
-run from the unpacked wheel, in another directory, with the repository out of reach."""
+run from the unpacked wheel, in another directory, with the repository out of reach.
+Marked `once` (tox runs it in one environment): the wheel is pure Python, the same for
+every interpreter; test_demo.py runs the demo itself from the sources."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 import smcp_sync
 
-pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_leaks")]
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_leaks"), pytest.mark.once]
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(smcp_sync.__file__).parent
