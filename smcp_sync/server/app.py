@@ -74,7 +74,8 @@ class SMCPServer:
     authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
     `serve()`), `max_connections_per_ip` (None: no cap), `max_send_backlog` bytes
     waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
-    authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` refused keys.
+    authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` (None: no
+    backoff) refused keys.
     """
 
     def __init__(
@@ -95,7 +96,7 @@ class SMCPServer:
         max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG,
         max_unauthenticated_bytes: int = DEFAULT_MAX_UNAUTHENTICATED_BYTES,
         max_auth_failures_per_socket: int = DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
-        max_auth_failures_per_ip: int = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+        max_auth_failures_per_ip: int | None = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
         **socketio_options: Any,
     ) -> None:
         if request_timeout <= 0 or tool_call_buffer < 0:

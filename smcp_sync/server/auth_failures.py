@@ -44,9 +44,10 @@ class _Address:
 
 
 class AuthFailures:
-    """Thread-safe; `schedule` runs the summary (on the Server's deadline thread)."""
+    """Thread-safe; `schedule` runs the summary (on the Server's deadline thread).
+    `budget=None` counts refusals for the log but never backs an address off."""
 
-    def __init__(self, budget: int, schedule: Schedule) -> None:
+    def __init__(self, budget: int | None, schedule: Schedule) -> None:
         self._budget = budget
         self._schedule = schedule
         self._lock = threading.Lock()
@@ -73,7 +74,7 @@ class AuthFailures:
             if checked:
                 entry.failures += 1
                 entry.last_failure = now
-                if entry.failures >= self._budget:
+                if self._budget is not None and entry.failures >= self._budget:
                     entry.backoff = min(MAX_BACKOFF, entry.backoff * 2 or FIRST_BACKOFF)
                     entry.backed_off_until = now + entry.backoff
             if not self._summary_due:

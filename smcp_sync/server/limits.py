@@ -27,7 +27,7 @@ DEFAULT_MAX_UNAUTHENTICATED_BYTES = 8 * 1024
 #: have: the refusal that reaches it also closes the connection.
 DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET = 3
 #: Refused namespace CONNECTs one client address may make within `AUTH_FAILURE_WINDOW`
-#: seconds before it is backed off (`auth_failures`).
+#: seconds before it is backed off (`auth_failures`); None: never backed off.
 DEFAULT_MAX_AUTH_FAILURES_PER_IP = 10
 #: Seconds a client has to send a request's line and headers (also: to start its next
 #: request on a kept-alive connection). Under `serve()` a legitimate client queued behind
@@ -63,8 +63,8 @@ def _positive_int_or_none(instance: object, attribute: attrs.Attribute[Any], val
 @attrs.frozen
 class ServerLimits:
     """The bounds, validated. `max_connections_per_ip=None` turns the per-address cap off
-    (behind a proxy that does not pass distinct client addresses, every client has the
-    proxy's)."""
+    and `max_auth_failures_per_ip=None` the per-address backoff (behind a proxy that does
+    not pass distinct client addresses, every client has the proxy's)."""
 
     handshake_timeout: float = attrs.field(default=DEFAULT_HANDSHAKE_TIMEOUT, validator=_positive)
     header_timeout: float = attrs.field(default=DEFAULT_HEADER_TIMEOUT, validator=_positive)
@@ -75,5 +75,5 @@ class ServerLimits:
     max_send_backlog: int = attrs.field(default=DEFAULT_MAX_SEND_BACKLOG, validator=_positive_int)
     max_unauthenticated_bytes: int = attrs.field(default=DEFAULT_MAX_UNAUTHENTICATED_BYTES, validator=_positive_int)
     max_auth_failures_per_socket: int = attrs.field(default=DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET, validator=_positive_int)
-    max_auth_failures_per_ip: int = attrs.field(default=DEFAULT_MAX_AUTH_FAILURES_PER_IP, validator=_positive_int)
+    max_auth_failures_per_ip: int | None = attrs.field(default=DEFAULT_MAX_AUTH_FAILURES_PER_IP, validator=_positive_int_or_none)
 

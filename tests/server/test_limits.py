@@ -19,6 +19,10 @@ from smcp_sync.server.limits import ServerLimits
         ("max_connections_per_ip", 2.5),
         ("max_send_backlog", None),
         ("max_send_backlog", 0),
+        ("max_unauthenticated_bytes", 0),
+        ("max_unauthenticated_bytes", None),
+        ("max_auth_failures_per_socket", 0),
+        ("max_auth_failures_per_ip", 0),
     ],
 )
 def test_bad_limits_are_refused_naming_the_option(option, value):
@@ -31,3 +35,13 @@ def test_limits_reach_the_server_and_none_turns_the_per_address_cap_off():
     assert server.limits == ServerLimits(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024)
     assert server.sio.eio.max_send_backlog == 1024
     assert all(server.sio._per_address.admit("127.0.0.1") for _ in range(1000))
+
+
+def test_none_turns_the_per_address_auth_backoff_off():
+    server = SMCPServer(max_auth_failures_per_ip=None, max_unauthenticated_bytes=1024)
+    assert server.sio.eio.max_unauthenticated_bytes == 1024
+    failures = server.sio.auth_failures
+    for _ in range(1000):
+        failures.refused("127.0.0.1", checked=True, closed=False)
+    assert not failures.backed_off("127.0.0.1")
+    server.sio.eio.deadlines.shutdown()  # the summary was scheduled on it
