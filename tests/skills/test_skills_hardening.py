@@ -6,8 +6,12 @@ what an orphaned skill's handle serves, how front matter is read, how the warm-u
 from __future__ import annotations
 
 import contextlib
+import gzip
 import http.server
+import io
+import tarfile
 import threading
+import tracemalloc
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,6 +25,7 @@ from smcp_sync import Agent, Computer
 from smcp_sync.agent.requests import ask, new_req_id
 from smcp_sync.blobs import BlobHandles
 from smcp_sync.computer import allow_all
+from smcp_sync.computer.channels import skill_archives
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError
 from smcp_sync.protocol.models import GetSkillReq, GetSkillRet
@@ -86,7 +91,7 @@ def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -
             connected_computer("c", [server], smcp.url, "orphans", timeout=T, policy=FAST,
                                skill_home=tmp_path / "home") as computer, \
             joined_agent("reader", smcp.url, "orphans", timeout=T) as agent:
-        handle = agent.get_skill("c", "mcp:remote:notes", "big.bin", timeout=T).blob_handle  # binary: a handle
+        handle = agent.get_skill("c", "mcp:remote:notes", "big.bin", timeout=T, rehydrate=False).blob_handle
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()
         computer.stop_server("remote")
         with pytest.raises(BlobError) as caught:
@@ -244,3 +249,87 @@ def test_a_stalled_download_holds_up_no_desktop_update_and_close_ends_it(no_leak
         alive = [t.name for t in threading.enumerate() if t.name.startswith("smcp-computer-")]
         assert alive == []
         assert drip.ended.wait(5)
+
+
+# -- package bounds, checked while the entries stream by
+
+
+def many_empty_entries(count: int) -> bytes:
+    """A tar.gz of `count` empty files (one header each): a small download, a huge listing."""
+    header = tarfile.TarInfo("empty.txt").tobuf(format=tarfile.USTAR_FORMAT)
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb") as packed:
+        for _ in range(count // 1000):
+            packed.write(header * 1000)
+        packed.write(b"\0" * 1024)
+    return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def serving_bytes(data: bytes) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, name="bomb-http")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/bomb.tar.gz"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_an_archive_of_200k_entries_is_refused_while_its_headers_stream_by(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: every header was parsed first (92 MB and 18 s measured for 200k entries)."""
+    bomb = many_empty_entries(200_000)
+    with serving_bytes(bomb) as url, \
+            Computer("c", [skill_server(tmp_path, "arch", [])], policy=FAST, skill_home=tmp_path / "home",
+                     confirm=allow_all) as computer:
+        tracemalloc.start()
+        try:
+            meta = {"source": "archive", "archive_uri": url, "archive_format": "tar.gz"}
+            result = computer.call_tool("arch__set_resources", {"resources": [
+                {"uri": "skill://arch/bomb", "name": "bomb", "_meta": meta}]}, timeout=T)
+            assert not result.is_error, result.text
+            reasons = lambda: [r.getMessage() for r in caplog.records if "skill://arch/bomb" in r.getMessage()]  # noqa: E731
+            [reason] = wait_until(reasons, 60, "the archive refused")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert computer.skills() == []
+    assert peak < 40_000_000, f"{peak} bytes allocated at the peak"  # measured: 13.6 MB (before: 92 MB)
+    assert "more than 10000 entries" in reason
+
+
+def test_a_package_served_as_resources_has_the_archives_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(skill_archives, "MAX_PACKAGE_FILES", 3)
+    monkeypatch.setattr(skill_archives, "MAX_PACKAGE_BYTES", 1000)
+    entries = [
+        *served_package("pkgs", "fits", {"SKILL.md": NOTES_MD, "a.md": "a", "b.md": "b"}),
+        *served_package("pkgs", "many", {"SKILL.md": NOTES_MD.replace("notes", "many"), "a.md": "a", "b.md": "b",
+                                         "c.md": "c"}),
+        *served_package("pkgs", "heavy", {"SKILL.md": NOTES_MD.replace("notes", "heavy"), "a.md": "x" * 600,
+                                          "b.md": "y" * 600}),
+    ]
+    home = tmp_path / "home"
+    with Computer("c", [skill_server(tmp_path, "pkgs", entries)], policy=FAST, skill_home=home,
+                  confirm=allow_all) as computer:
+        assert [skill.name for skill in computer.skills()] == ["mcp:pkgs:notes"]
+        staged = {p.parent.name for p in files_under(home)}
+    assert staged == {"fits"}
+    reasons = {uri: [r.getMessage() for r in caplog.records if uri in r.getMessage()]
+               for uri in ("skill://pkgs/many", "skill://pkgs/heavy")}
+    assert "more than 3 entries" in reasons["skill://pkgs/many"][0]
+    assert "more than 1000 bytes" in reasons["skill://pkgs/heavy"][0]

@@ -4,9 +4,13 @@ memory as (path parts, bytes) for the stager to write.
 
 Bounded at each step (README, Skills: every blocking call has a timeout): http(s) only,
 the whole download (redirects included) within one deadline — each socket read waits
-at most what is left of it — and `MAX_ARCHIVE_BYTES`, at most `MAX_UNPACKED_BYTES` and
-`MAX_ARCHIVE_MEMBERS` unpacked; only regular files are taken (links and devices are
-skipped, never followed), and a path that would leave the package refuses the archive.
+at most what is left of it — and `MAX_ARCHIVE_BYTES`; unpacked, a package has at most
+`MAX_PACKAGE_FILES` entries and `MAX_PACKAGE_BYTES` bytes, counted by a `PackageBudget`
+while the members stream by (a tar's headers are not all parsed first, a zip's central
+directory is not parsed when it has too many entries), so an archive of a million empty
+entries is refused after the first ten thousand; only regular files are taken (links and
+devices are skipped, never followed), and a path that would leave the package refuses
+the archive.
 A download under way ends at once when its `Download` is aborted (the Computer closing).
 """
 
@@ -24,14 +28,39 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import PurePosixPath
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Mapping
 
 from ...protocol.errors import BadRequestError
 
-#: Bounds of an ``archive`` package: downloaded bytes, unpacked bytes, files.
+#: Most bytes of an ``archive`` package's download.
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
-MAX_UNPACKED_BYTES = 256 * 1024 * 1024
-MAX_ARCHIVE_MEMBERS = 10_000
+#: Bounds of a package, unpacked from an archive or served as resources: entries, bytes.
+MAX_PACKAGE_FILES = 10_000
+MAX_PACKAGE_BYTES = 256 * 1024 * 1024
+#: What starts each entry of a zip's central directory.
+_ZIP_ENTRY = b"PK\x01\x02"
+
+
+class PackageBudget:
+    """A package's entries and bytes counted as they come: the one past a bound refuses
+    the package before it is read."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.bytes = 0
+
+    def take(self, size: int) -> None:
+        self.entries += 1
+        self.bytes += size
+        check_entries(self.entries)
+        if self.bytes > MAX_PACKAGE_BYTES:
+            raise BadRequestError(f"the package has more than {MAX_PACKAGE_BYTES} bytes")
+
+
+def check_entries(count: int) -> None:
+    """Refuses a package of `count` entries when that is over `MAX_PACKAGE_FILES`."""
+    if count > MAX_PACKAGE_FILES:
+        raise BadRequestError(f"the package has more than {MAX_PACKAGE_FILES} entries")
 #: Bytes asked of the socket per read.
 _PIECE = 64 * 1024
 
@@ -173,32 +202,32 @@ def _safe_parts(name: str) -> tuple[str, ...]:
     return parts
 
 
-def _unpacked(members: Iterator[tuple[str, int, Callable[[], bytes]]]) -> Files:
-    """Regular files only (name, size, read), within the bounds."""
+def _untar(data: bytes) -> Files:
+    """Streamed: each header is counted as it is read, and the archive refused at the
+    first one past the bounds."""
     files: Files = []
-    total = 0
-    for count, (name, size, read) in enumerate(members, 1):
-        total += size
-        if count > MAX_ARCHIVE_MEMBERS or total > MAX_UNPACKED_BYTES:
-            raise BadRequestError("the archive unpacks to more files or bytes than a package may have")
-        files.append((_safe_parts(name), read()))
+    budget = PackageBudget()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r|gz") as archive:
+        for member in archive:
+            budget.take(member.size if member.isfile() else 0)
+            if member.isfile():
+                files.append((_safe_parts(member.name), (archive.extractfile(member) or io.BytesIO()).read()))
     return files
 
 
-def _untar(data: bytes) -> Files:
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        members = [m for m in archive.getmembers() if m.isfile()]
-        return _unpacked((m.name, m.size, functools.partial(_member_bytes, archive, m)) for m in members)
-
-
-def _member_bytes(archive: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
-    return (archive.extractfile(member) or io.BytesIO()).read()
-
-
 def _unzip(data: bytes) -> Files:
+    """The central directory is parsed whole when the archive is opened: its entries are
+    counted first (each starts with a signature; a signature inside a name only counts
+    one too many)."""
+    check_entries(data.count(_ZIP_ENTRY))
+    files: Files = []
+    budget = PackageBudget()
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        members = [i for i in archive.infolist() if not i.is_dir()]
-        return _unpacked((i.filename, i.file_size, functools.partial(archive.read, i)) for i in members)
+        for info in archive.infolist():
+            budget.take(0 if info.is_dir() else info.file_size)
+            if not info.is_dir():
+                files.append((_safe_parts(info.filename), archive.read(info)))
+    return files
 
 
 UNPACKERS = {"tar.gz": _untar, "zip": _unzip}

@@ -44,7 +44,7 @@ from ...protocol.models import DEFAULT_SKILL_FILE, A2CSkillRef, Resource, Resour
 from ...protocol.skill_name import check_skill_name, is_skill_segment, mcp_skill_name
 from ..mcp.manager import ServerManager
 from .channel import ResourceChannel
-from .skill_archives import Download, fetch_archive
+from .skill_archives import Download, PackageBudget, check_entries, fetch_archive
 from .skill_files import SkillResource, read_front_matter, skill_resource
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,8 @@ SCHEME = "skill"
 SOURCE_MODES = frozenset({"mounted", "archive", "resources"})
 #: Default cap on one resource's bytes (§7 step 5: over it, 4017 too_large, nothing sent).
 DEFAULT_MAX_RESOURCE_SIZE = 256 * 1024 * 1024
+#: Files of a ``resources`` package read at once (the byte bound is checked between batches).
+READ_BATCH = 64
 #: Default most bytes of text answered inline (a2c-smcp 0.4.2's; well under any message limit).
 DEFAULT_INLINE_BUDGET = 32 * 1024
 
@@ -233,15 +235,23 @@ class Stager:
         return self._stage(server, package_parts(uri)[0], digest, files)
 
     def _read_files(self, server: str, uri: str, files: Sequence[str]) -> list[tuple[tuple[str, ...], bytes]]:
-        """Each file under the root `uri`: its path parts inside the package and bytes."""
+        """Each file under the root `uri`: its path parts inside the package and bytes,
+        within an archive's bounds (`PackageBudget`): too many files are refused before a
+        read, too many bytes after the batch of `READ_BATCH` reads that passed the bound."""
+        check_entries(len(files))
+        budget = PackageBudget()
         contents = []
-        for file_uri, answer in zip(files, self._manager.read_resources(server, files, self._timeout)):
-            if isinstance(answer, SMCPError):
-                raise answer
-            parts = package_parts(file_uri)[len(package_parts(uri)) :]
-            if not parts:
-                raise BadRequestError(f"{file_uri:.200} names no file inside the package")
-            contents.append((parts, b"".join(_bytes_of(item) for item in answer)))
+        for start in range(0, len(files), READ_BATCH):
+            batch = files[start : start + READ_BATCH]
+            for file_uri, answer in zip(batch, self._manager.read_resources(server, batch, self._timeout)):
+                if isinstance(answer, SMCPError):
+                    raise answer
+                parts = package_parts(file_uri)[len(package_parts(uri)) :]
+                if not parts:
+                    raise BadRequestError(f"{file_uri:.200} names no file inside the package")
+                data = b"".join(_bytes_of(item) for item in answer)
+                budget.take(len(data))
+                contents.append((parts, data))
         return contents
 
 
