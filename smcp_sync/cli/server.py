@@ -15,8 +15,11 @@ from ..server.auth import KEY_FIELDS, KEY_HEADERS, APIKeyAuth
 from ..server.limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+    DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_SEND_BACKLOG,
+    DEFAULT_MAX_UNAUTHENTICATED_BYTES,
     DEFAULT_SERVE_THREADS,
 )
 from .exit_codes import EXIT_FAILURE, EXIT_OK
@@ -97,6 +100,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="BYTES",
         help=f"bytes waiting to be sent to one client before it is dropped (default: {DEFAULT_MAX_SEND_BACKLOG})",
     )
+    limits.add_argument(
+        "--max-unauthenticated-bytes",
+        type=positive_count,
+        default=DEFAULT_MAX_UNAUTHENTICATED_BYTES,
+        metavar="BYTES",
+        help=f"bytes a connection may send before its key is accepted (default: {DEFAULT_MAX_UNAUTHENTICATED_BYTES})",
+    )
+    limits.add_argument(
+        "--max-auth-failures-per-socket",
+        type=positive_count,
+        default=DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
+        metavar="N",
+        help=f"refused keys that close a connection (default: {DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET})",
+    )
+    limits.add_argument(
+        "--max-auth-failures-per-ip",
+        type=count_or_zero,
+        default=DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+        metavar="N",
+        help="refused keys per client address in a minute before it is backed off; 0 = no backoff, e.g. behind a proxy "
+        f"(default: {DEFAULT_MAX_AUTH_FAILURES_PER_IP})",
+    )
     parser.add_argument(
         "--redis",
         metavar="URL",
@@ -136,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
             header_timeout=args.header_timeout,
             max_connections_per_ip=args.max_connections_per_ip or None,
             max_send_backlog=args.max_send_backlog,
+            max_unauthenticated_bytes=args.max_unauthenticated_bytes,
+            max_auth_failures_per_socket=args.max_auth_failures_per_socket,
+            max_auth_failures_per_ip=args.max_auth_failures_per_ip or None,
         )
     except (RuntimeError, ValueError) as exc:  # no redis client; a URL redis-py cannot read
         return fail("server", str(exc), EXIT_FAILURE)

@@ -27,9 +27,33 @@ def test_the_bounds_are_command_line_options(server_process):  # noqa: F811
     assert server.stop(signal.SIGTERM)[0] == 0
 
 
+def test_the_authentication_bounds_are_command_line_options(server_process):  # noqa: F811
+    server = server_process(
+        "--port", "0", "--api-key", "k", "--handshake-timeout", "60",  # not what closes them here
+        "--max-auth-failures-per-socket", "1", "--max-unauthenticated-bytes", "100",
+    )  # fmt: skip
+    guessing = engineio_websocket(server.url)
+    talkative = engineio_websocket(server.url)
+    try:
+        guessing.send('40/smcp,{"token":"wrong"}')  # the first refused key closes it
+        talkative.send("40/smcp," + "x" * 200)  # more than 100 bytes before a key is accepted
+        assert closed_by_server(guessing, 10) and closed_by_server(talkative, 10)
+    finally:
+        close_all([guessing, talkative])
+    assert server.stop(signal.SIGTERM)[0] == 0
+
+
 @pytest.mark.parametrize(
     "args",
-    [["--max-connections-per-ip", "-1"], ["--handshake-timeout", "0"], ["--header-timeout", "x"], ["--max-send-backlog", "0"]],
+    [
+        ["--max-connections-per-ip", "-1"],
+        ["--handshake-timeout", "0"],
+        ["--header-timeout", "x"],
+        ["--max-send-backlog", "0"],
+        ["--max-unauthenticated-bytes", "0"],
+        ["--max-auth-failures-per-socket", "0"],
+        ["--max-auth-failures-per-ip", "-1"],
+    ],
 )
 def test_bad_bounds_exit_2(args, capsys):
     assert main(["server", *args]) == 2
