@@ -60,6 +60,7 @@ from .cache import ComputerCache
 from .finder import FinderMethods
 from .notifications import Notifications
 from .refresher import Refresher
+from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id
 from .resources import ResourceMethods
 from .skills import SkillMethods
@@ -86,7 +87,10 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     `client_auth.key_auth(key)` puts it in every field a Server may read) or a callable
     returning it, asked again at every connect and reconnect (a token that rotates);
     `headers` extra HTTP headers for the connect request (e.g. ``{"access_token": key}``
-    for an official 0.1.x Server)."""
+    for an official 0.1.x Server). Binary tool-result items and skill files a Computer
+    answers with a blob handle are fetched before a call returns, up to
+    `rehydrate_max_bytes` per answer (`rehydrate_blobs=False`, or `rehydrate=False` on a
+    call, keeps the handles: `rehydrate`)."""
 
     def __init__(
         self,
@@ -98,6 +102,8 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         prefetch_finder: bool = False,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        rehydrate_blobs: bool = True,
+        rehydrate_max_bytes: int = DEFAULT_REHYDRATE_MAX_BYTES,
     ):
         if not isinstance(name, str) or not name:
             raise ValueError("an Agent needs a non-empty name")
@@ -117,7 +123,9 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self._dispatcher = SerialThread(f"smcp-agent-{name}-notify")
         self._refresher = Refresher(f"smcp-agent-{name}-refresh")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
-        self._tool_calls = ToolCalls(self._connection, max_concurrent_calls)
+        #: Fills blob-backed tool-result items and skill files in (`rehydrate`).
+        self._rehydration = Rehydration(self.get_blob, rehydrate_blobs, rehydrate_max_bytes)
+        self._tool_calls = ToolCalls(self._connection, max_concurrent_calls, self._rehydration)
         self._connection.on_rejoined(lambda office_id: self._request_resync())
 
     def __repr__(self) -> str:
@@ -222,13 +230,16 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         tool_name: str,
         params: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
+        *,
+        rehydrate: bool | None = None,
     ) -> CallToolResult:
         """Call `tool_name` on `computer` and wait for its result. A tool that fails
         (unknown, disabled, raised, timed out on the Computer) is a result with
         `is_error` and `error_code`; protocol failures raise `SMCPError`s; when no answer
         comes within `timeout` + a buffer the call is cancelled and `SMCPTimeoutError`
-        raised."""
-        return self._tool_calls.call(computer, tool_name, params, timeout)
+        raised. Blob-backed items come filled in unless `rehydrate` (None: the Agent's
+        `rehydrate_blobs`) is false."""
+        return self._tool_calls.call(computer, tool_name, params, timeout, rehydrate=rehydrate)
 
     def submit_tool_call(
         self,
@@ -236,10 +247,12 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         tool_name: str,
         params: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
+        *,
+        rehydrate: bool | None = None,
     ) -> ToolCallFuture:
         """`call_tool` in the background: a `concurrent.futures.Future` of the
         `CallToolResult`, with the request's id as `future.req_id`."""
-        return self._tool_calls.submit(computer, tool_name, params, timeout)
+        return self._tool_calls.submit(computer, tool_name, params, timeout, rehydrate=rehydrate)
 
     def cancel_tool_call(self, req_id: str) -> None:
         """Cancel a submitted call: dropped if not started yet, otherwise the Computer is

@@ -6,6 +6,9 @@ which is returned like any result. The Server waits `timeout` + its buffer, the 
 `timeout` + `AGENT_TIMEOUT_BUFFER`. When no answer comes (or the Server reports 408),
 the Agent sends `server:tool_call_cancel` so the Computer stops the work, then raises
 `SMCPTimeoutError`.
+
+A result's blob-backed items are filled in before it is returned, unless the Agent or
+the call opts out (`rehydrate`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import AgentCallData, CallToolResult, ToolCallReq
-from .requests import ask, new_req_id
+from .rehydrate import Rehydration
+from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +46,14 @@ class ToolCallFuture(Future[CallToolResult]):
 
 
 class ToolCalls:
-    def __init__(self, connection: Connection, max_concurrent: int = DEFAULT_MAX_CONCURRENT_CALLS):
+    def __init__(
+        self,
+        connection: Connection,
+        max_concurrent: int = DEFAULT_MAX_CONCURRENT_CALLS,
+        rehydration: Rehydration | None = None,
+    ):
         self._connection = connection
+        self._rehydration = rehydration
         self._max_concurrent = max_concurrent
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -57,6 +67,7 @@ class ToolCalls:
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         *,
         req_id: str | None = None,
+        rehydrate: bool | None = None,
     ) -> CallToolResult:
         request = ToolCallReq(
             agent=self._connection.name,
@@ -67,7 +78,7 @@ class ToolCalls:
             timeout=_wire_timeout(timeout),
         )
         try:
-            return ask(self._connection, events.TOOL_CALL, request, CallToolResult, timeout + AGENT_TIMEOUT_BUFFER)
+            result = ask(self._connection, events.TOOL_CALL, request, CallToolResult, timeout + AGENT_TIMEOUT_BUFFER)
         except SMCPTimeoutError as exc:
             try:
                 self._send_cancel(request.req_id)
@@ -77,6 +88,9 @@ class ToolCalls:
                 f"tool call {tool_name!r} on computer {computer!r} timed out ({exc.message}); cancel sent",
                 details={"computer": computer, "tool_name": tool_name, "req_id": request.req_id, "timeout": timeout},
             ) from None
+        if self._rehydration is not None and self._rehydration.wanted(rehydrate):
+            result = self._rehydration.result(computer, result, DEFAULT_AGENT_REQUEST_TIMEOUT)
+        return result
 
     def submit(
         self,
@@ -84,6 +98,8 @@ class ToolCalls:
         tool_name: str,
         params: Mapping[str, Any] | None = None,
         timeout: float = DEFAULT_TOOL_TIMEOUT,
+        *,
+        rehydrate: bool | None = None,
     ) -> ToolCallFuture:
         """Start the call in the background; the `Future` has a `req_id` attribute."""
         _wire_timeout(timeout)  # refuse bad arguments here, not inside the Future
@@ -94,7 +110,9 @@ class ToolCalls:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self.call(computer, tool_name, params, timeout, req_id=future.req_id))
+                future.set_result(
+                    self.call(computer, tool_name, params, timeout, req_id=future.req_id, rehydrate=rehydrate)
+                )
             except BaseException as exc:  # handed to whoever waits on the Future
                 future.set_exception(exc)
 

@@ -185,7 +185,9 @@ def _human(action: str, result: Any) -> str:
 def _skill_file(agent: Agent, args: argparse.Namespace) -> GetSkillRet:
     """The skill file; one sent as a blob is fetched (sha256 checked) and, when it is
     UTF-8 text, shown as its body. `--output` gets the file's bytes."""
-    answer = agent.get_skill(args.computer, args.skill_name, args.rel_path, timeout=args.timeout)
+    # with --output a file sent as a blob is streamed to it, not fetched into memory first
+    rehydrate = args.output is None
+    answer = agent.get_skill(args.computer, args.skill_name, args.rel_path, timeout=args.timeout, rehydrate=rehydrate)
     if answer.body is not None:
         if args.output is not None:
             with open(args.output, "wb") as file:

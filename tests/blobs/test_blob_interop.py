@@ -90,11 +90,14 @@ def test_our_agent_fetches_their_computers_big_tool_result(their_python, server_
     spawn(start_official_computer(their_python, server_url, "their-office", "their-pc", config, auth_via="sdk"))
     image = random.Random(3).randbytes(500_000)
     with joined_agent("our-agent", server_url, "their-office", timeout=T) as agent:
-        result = agent.call_tool("their-pc", "tools__image", {"size": len(image), "seed": 3}, timeout=T)
+        params = {"size": len(image), "seed": 3}
+        result = agent.call_tool("their-pc", "tools__image", params, timeout=T, rehydrate=False)
         item = result.content[1]
         assert item.data == "" and item.meta["a2c_total_size"] == len(image)
         assert item.meta["a2c_sha256"] == hashlib.sha256(image).hexdigest()
         assert agent.fetch_result_blobs("their-pc", result) == [image]
+        filled = agent.call_tool("their-pc", "tools__image", params, timeout=T).content[1]  # by itself, by default
+        assert base64.b64decode(filled.data) == image and not filled.meta
         with pytest.raises(BlobError) as excinfo:
             agent.get_blob("their-pc", "forged")
     assert excinfo.value.code == 4018 and excinfo.value.details.get("reason") == "invalid_handle"

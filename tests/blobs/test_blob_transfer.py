@@ -69,7 +69,7 @@ def minted_for(computer: Computer, agent: str, data: bytes) -> str:
 
 def test_a_big_image_result_comes_as_a_handle_and_is_fetched_in_one_call(agent: Agent, tmp_path: Path) -> None:
     expected = image_bytes(700_000, 7)
-    result = agent.call_tool("pc", "image", {"size": len(expected), "seed": 7}, timeout=T)
+    result = agent.call_tool("pc", "image", {"size": len(expected), "seed": 7}, timeout=T, rehydrate=False)
     caption, image = result.content
     assert isinstance(caption, TextContent) and caption.text == f"{len(expected)} bytes"
     assert isinstance(image, ImageContent) and image.data == "" and image.mime_type == "image/png"

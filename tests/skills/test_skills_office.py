@@ -161,7 +161,8 @@ def test_skill_md_comes_inline_without_its_front_matter(office: dict[str, Any]) 
 def test_large_text_and_binary_files_come_as_blob_handles(
     office: dict[str, Any], rel_path: str, data: bytes, mime: str
 ) -> None:
-    answer = office["agent"].get_skill("skilled", "mcp:Skill_Tools:code-review", rel_path, timeout=T)
+    agent = office["agent"]
+    answer = agent.get_skill("skilled", "mcp:Skill_Tools:code-review", rel_path, timeout=T, rehydrate=False)
     assert answer.body is None and answer.blob_handle
     assert (answer.mime_type, answer.total_size, answer.sha256) == (mime, len(data), hashlib.sha256(data).hexdigest())
     assert office["agent"].get_blob("skilled", answer.blob_handle, timeout=T) == data
