@@ -18,7 +18,16 @@ from typing import Any, Iterator
 import attrs
 
 import pytest
-from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, wait_until, write_state
+from computer.helpers import (
+    FAST,
+    RESOURCE_SERVER,
+    http_config,
+    start_http_server,
+    stdio_config,
+    stop,
+    wait_until,
+    write_state,
+)
 from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync import Agent, Computer
@@ -333,3 +342,26 @@ def test_a_package_served_as_resources_has_the_archives_bounds(tmp_path: Path, m
                for uri in ("skill://pkgs/many", "skill://pkgs/heavy")}
     assert "more than 3 entries" in reasons["skill://pkgs/many"][0]
     assert "more than 1000 bytes" in reasons["skill://pkgs/heavy"][0]
+
+
+def test_the_mounted_mode_is_refused_from_a_remote_server(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A remote server's mount_dir names a folder of its machine: read here, it would be
+    whatever folder of this machine has that name."""
+    mine = tmp_path / "private"
+    mine.mkdir()
+    (mine / "SKILL.md").write_text(NOTES_MD.replace("notes", "private"), encoding="utf-8")
+    entries = [
+        {"uri": "skill://remote/private", "name": "private", "_meta": {"source": "mounted", "mount_dir": str(mine)}},
+        *served_package("remote", "shared", {"SKILL.md": NOTES_MD.replace("notes", "shared")}),
+    ]
+    state = tmp_path / "remote.json"
+    write_state(state, entries)
+    process, url = start_http_server(RESOURCE_SERVER, "--state", str(state), "--transport", "streamable")
+    try:
+        with Computer("c", [http_config("remote", "streamable", url)], policy=FAST, skill_home=tmp_path / "home",
+                      confirm=allow_all) as computer:
+            assert [skill.name for skill in computer.skills()] == ["mcp:remote:shared"]
+    finally:
+        stop(process)
+    [reason] = [r.getMessage() for r in caplog.records if "skill://remote/private" in r.getMessage()]
+    assert "stdio MCP servers only" in reason

@@ -40,7 +40,14 @@ import attrs
 
 from ...protocol import events
 from ...protocol.errors import BadRequestError, MCPServerNotFoundError, SMCPError
-from ...protocol.models import DEFAULT_SKILL_FILE, A2CSkillRef, Resource, ResourceContents, TextResourceContents
+from ...protocol.models import (
+    DEFAULT_SKILL_FILE,
+    A2CSkillRef,
+    Resource,
+    ResourceContents,
+    StdioServerConfig,
+    TextResourceContents,
+)
 from ...protocol.skill_name import check_skill_name, is_skill_segment, mcp_skill_name
 from ..mcp.manager import ServerManager
 from .channel import ResourceChannel
@@ -178,6 +185,11 @@ class Stager:
     def _materialize(self, server: str, uri: str, root: PackageRoot) -> Path:
         mode = root.meta.get("source")
         if mode == "mounted":
+            if not self._shares_disk(server):
+                raise BadRequestError(
+                    "the mounted mode is for stdio MCP servers only: a remote server's mount_dir names "
+                    "a folder of its own machine, not of this one"
+                )
             mount_dir = root.meta.get("mount_dir")
             if not isinstance(mount_dir, str) or not Path(mount_dir).is_absolute() or not Path(mount_dir).is_dir():
                 raise BadRequestError(f"_meta.mount_dir must name an existing absolute folder, got {mount_dir!r:.200}")
@@ -185,6 +197,14 @@ class Stager:
         if mode == "resources":
             return self._write_files(server, uri, root.files)
         return self._unpack_archive(server, uri, root.meta)
+
+    def _shares_disk(self, server: str) -> bool:
+        """Whether `server` runs on this machine (a stdio child): only then is its
+        ``mount_dir`` a folder the Computer may read."""
+        return any(
+            status.bundle_id == server and isinstance(config, StdioServerConfig)
+            for config, status in self._manager.snapshot()
+        )
 
     def _write_files(self, server: str, uri: str, files: Sequence[str]) -> Path:
         """The package written (`_stage`) under a folder named from a digest of its
