@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import time
 import uuid
 from typing import Any, Callable
@@ -131,7 +132,8 @@ class ToolCaller:
         script = self._manager.vrl_script(route.server)
         self._in_flight.register(req_id, future)
         try:
-            result = _with_tool_meta(future.result(remaining + WAIT_GRACE), route.meta)
+            # a wait past TIMEOUT_MAX would raise OverflowError, leaving the MCP call uncancelled
+            result = _with_tool_meta(future.result(min(remaining + WAIT_GRACE, threading.TIMEOUT_MAX)), route.meta)
             # the script runs here, on the caller's thread: it is CPU work, kept off the loop
             return script.transform(result, route.tool, params) if script is not None else result
         except concurrent.futures.CancelledError:
