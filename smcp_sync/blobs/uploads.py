@@ -6,7 +6,9 @@ bound to the office and Agent that sent it; later chunks must come in order. Byt
 a `.part` file in the landing folder, hashed as they arrive; the last chunk checks size
 and sha256 and renames the part to its final, sanitized name. A session idle longer than
 `idle_timeout` is dropped with its part by a sweeper thread that runs while sessions are
-open and is stopped by `close()`.
+open and is stopped by `close()`. Parts no session of ours writes (an upload cut short
+by a crash) are collected by `collect_stale` once nothing wrote them for `idle_timeout`:
+when the Computer starts, and at each pass of the sweeper.
 """
 
 from __future__ import annotations
@@ -111,6 +113,34 @@ class Uploads:
             log.info("upload %s expired after %g s without a chunk", session.upload_id, self._idle_timeout)
             self._forget(session)
         return len(stale)
+
+    def collect_stale(self) -> int:
+        """Remove the parts of the landing folder that no upload of ours writes and that
+        nothing wrote for `idle_timeout` seconds (uploads cut short by a crash, of this
+        Computer or of one sharing the folder, whose uploads would have expired by now);
+        how many were removed."""
+        if self._landing is None:
+            return 0
+        with self._lock:
+            ours = {session.part.name for session in self._sessions.values()}
+        cutoff = time.time() - self._idle_timeout
+        removed = 0
+        try:
+            entries = list(os.scandir(self._landing.parts))
+        except OSError:  # no parts folder yet, or unreadable: nothing to collect
+            return 0
+        for entry in entries:
+            if not entry.name.endswith(".part") or entry.name in ours:
+                continue
+            try:
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:  # removed meanwhile, or not ours to remove
+                continue
+        if removed:
+            log.info("removed %d stale partial upload(s) from the landing folder", removed)
+        return removed
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop the sweeper and drop every unfinished upload."""
@@ -219,6 +249,7 @@ class Uploads:
         interval = max(0.05, min(self._idle_timeout / 4, 5.0))
         while not self._stop.wait(interval):
             self.expire()
+            self.collect_stale()
             with self._lock:
                 if not self._sessions:
                     self._sweeper = None

@@ -208,6 +208,7 @@ class Computer:
             if self._user_skills_watch is not None:
                 self._user_skills_watch.start()
             self._started = True
+        self.uploads.collect_stale()  # parts of uploads a crash cut short
         self._manager.start_enabled(timeout)
         self._refresh_tools()
         self._watch.current_servers()  # listed before start() returns; read in the background
