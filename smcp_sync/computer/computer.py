@@ -11,8 +11,9 @@ Local use needs no Server at all::
 `connect(url, office_id)` then makes the same Computer answer agents (`socket_side`).
 
 Threads (all stopped by `close()`; docs/ARCHITECTURE.md, Threads): the bridge loop (MCP
-I/O), the event thread (tool-list refreshes, resource change detection, listeners), the
-debounce thread (`server:update_desktop` / `_finder` / `_skills`), the warm-up threads
+I/O), the event thread (tool-list refreshes, resource change detection, listeners), a
+relisting lane per MCP server with resources (`channels.relisting`), the debounce
+thread (`server:update_desktop` / `_finder` / `_skills`), the warm-up threads
 (`channels.warmer`: subscriptions ahead of reads of windows, document summaries and
 skill packages), and the Socket.IO connection's reader and handler pool.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -163,7 +165,7 @@ class Computer:
         self.uploads = Uploads(landing_folder, upload_max_bytes, upload_idle_timeout)
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
-        self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history)
+        self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history, self._settle)
         # requests for agents must end before the Server stops waiting for the answer
         request_timeout = min(policy.request_timeout, DEFAULT_REQUEST_TIMEOUT - SERVER_TIMEOUT_BUFFER)
         cold_wait = min(policy.cold_wait, request_timeout)
@@ -473,6 +475,18 @@ class Computer:
                     listener(event)
                 except Exception:
                     log.exception("server event listener %r failed on %s", listener, event)
+
+    def _settle(self, server: str, timeout: float) -> bool:
+        """Wait up to `timeout` until what `server` announced so far is in force: its new
+        tool list read and the catalogue rebuilt, its resource notices handled on the event
+        thread and the listings they asked for done on its lane (`tools.calls`)."""
+        deadline = time.monotonic() + timeout
+        if not self._manager.tools_settled(server, timeout):
+            return False
+        handled = threading.Event()  # the event thread ran what was posted before it
+        if self._events.submit(handled.set) and not handled.wait(max(0.0, deadline - time.monotonic())):
+            return False
+        return self._watch.settle(server, max(0.0, deadline - time.monotonic()))
 
     def _refresh_tools(self) -> None:
         """Rebuild the tool list; announce it to the office when it changed."""

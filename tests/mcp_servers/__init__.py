@@ -109,13 +109,23 @@ def http_server(script: str, *args: str, **kwargs: Any) -> Iterator[str]:
 
 
 def write_state(path: str | os.PathLike[str], resources: list[dict[str, Any]],
-                templates: list[dict[str, Any]] | None = None) -> None:
-    """Atomically write a ``resource_server`` state file."""
+                templates: list[dict[str, Any]] | None = None, **listing: Any) -> None:
+    """Atomically write a ``resource_server`` state file (`listing`: its ``list_delay``
+    and ``list_failures`` keys)."""
     path = os.fspath(path)
     tmp = f"{path}.writer.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"resources": resources, "templates": templates or []}, f, ensure_ascii=False)
+        json.dump({"resources": resources, "templates": templates or [], **listing}, f, ensure_ascii=False)
     os.replace(tmp, path)
+
+
+def listings(path: str | os.PathLike[str]) -> int:
+    """How many ``resources/list`` pages the ``resource_server`` of state file `path` was asked for."""
+    try:
+        with open(f"{os.fspath(path)}.lists", encoding="utf-8") as f:
+            return len(f.readlines())
+    except FileNotFoundError:
+        return 0
 
 
 def _option(args: Sequence[str], name: str) -> str | None:

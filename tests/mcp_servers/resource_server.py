@@ -30,7 +30,10 @@ list of entries; a missing file means no resources.  An entry is
 ``resources/read`` returns ``text``, or ``json.dumps(json)`` with mimeType
 ``application/json`` by default; ``"listed": false`` makes it readable but absent from
 ``resources/list`` (Finder pages/elements); ``"error": {"code", "message", "data"?}``
-makes reading it answer that JSON-RPC error instead (a Finder server's 4201–4204).  A template is
+makes reading it answer that JSON-RPC error instead (a Finder server's 4201–4204).  Listing
+keys of the state: ``"list_delay": seconds`` makes each ``resources/list`` page take that
+long, ``"list_failures": n`` makes the next n pages fail (the count goes down in the
+file); each page asked for adds a line to ``PATH.lists``.  A template is
 ``{"uriTemplate", "name", "description"?, "mimeType"?}`` (``resources/templates/list``).
 Reading an unknown URI is an MCP error (code -32002) whose message contains "not found".
 
@@ -57,6 +60,7 @@ import os
 import sys
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -133,7 +137,17 @@ class ResourceServer(Server[Any]):
 
     async def _list_resources(self, ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         self.peers.seen(ctx)
-        entries = [e for e in load_state(self.state_path)["resources"] if e.get("listed", True)]
+        state = load_state(self.state_path)
+        with open(f"{self.state_path}.lists", "a", encoding="utf-8") as log:
+            log.write("list\n")
+        failing = state.get("list_failures", 0) > 0
+        if failing:
+            state["list_failures"] -= 1
+            save_state(self.state_path, state)
+        await anyio.sleep(float(state.get("list_delay", 0)))
+        if failing:
+            raise MCPError(code=types.INTERNAL_ERROR, message="resources/list fails on purpose (list_failures)")
+        entries = [e for e in state["resources"] if e.get("listed", True)]
         start = int(params.cursor) if params is not None and params.cursor else 0
         end = start + self.page_size if self.page_size > 0 else len(entries)
         next_cursor = str(end) if end < len(entries) else None

@@ -6,9 +6,10 @@ spec/finder.md "变化检测").
   server declares `resources.subscribe`, the `Warmer` then subscribes to each of them
   and reads it into the channel's cache, in the background.
 * `resources/list_changed` → list again and compare each channel's URI set: a channel
-  whose set did not change is not announced. `resources/updated` for a channel's scheme →
-  that channel changed (its cached value dropped and read again in the background), no
-  comparison needed.
+  whose set did not change is not announced. The listing runs on the server's own lane
+  (`relisting`), retried with backoff until it succeeds or the server goes away.
+  `resources/updated` for a channel's scheme → that channel changed (its cached value
+  dropped and read again in the background), no comparison needed.
 * A server that stops, crashes or is removed leaves the channels (a change if it had URIs).
 * Changes reach the office through a `Debouncer`: one announcement per channel per burst;
   so does the announcement a channel owes for an answer given before it was warm.
@@ -18,11 +19,13 @@ per URI (10,000 for a big catalogue); a value is cached only once its subscripti
 accepted and read after that, so nothing can go stale meanwhile, and a Computer can join
 its office as soon as its servers are listed.
 
-Runs on the Computer's event thread (never on the loop, so blocking MCP requests are fine
-here), and on a reader's thread (`current_servers`), so that a `get_finder` right after a
-server connected does not depend on the event thread having caught up. A per-server lock
-keeps the two from enumerating one server at the same time; the state of a server is
-only touched while holding its lock.
+`on_server_events` runs on the Computer's event thread and never blocks on an MCP
+server: invalidations are done there, listings handed to the server's lane. Listings
+run on the lanes (never on the loop, so blocking MCP requests are fine there), and on a
+reader's thread (`current_servers`), so that a `get_finder` right after a server
+connected does not depend on a lane having caught up. A per-server lock keeps the two
+from enumerating one server at the same time; the state of a server is only touched
+while holding its lock.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ...threads.debounce import Debouncer
 from ..mcp.manager import ServerManager
 from ..mcp.status import ServerEvent, ServerStatus
 from .channel import ResourceChannel
+from .relisting import RelistLanes
 from .warmer import Warmer
 
 log = logging.getLogger(__name__)
@@ -73,6 +77,7 @@ class ResourceWatch:
         self._locks_guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._known: dict[str, int] = {}  # server -> generation the channels hold the listing of
+        self._lanes = RelistLanes(name, self._sync)
 
     def start(self) -> None:
         self._warmer.start()
@@ -81,10 +86,12 @@ class ResourceWatch:
         """Read nothing more in the background, and drop what reads under way give; call
         before stopping the MCP servers."""
         self._warmer.halt()
+        self._lanes.halt()
         for channel in self._channels:
             channel.halt()
 
     def stop(self, timeout: float) -> None:
+        self._lanes.stop(timeout)
         self._warmer.stop(timeout)
         self._debouncer.stop(timeout)
 
@@ -94,7 +101,7 @@ class ResourceWatch:
         self._debouncer.discard_pending()
 
     def on_server_events(self, events: Sequence[ServerEvent]) -> None:
-        """Handle one batch from the event pump: a burst costs one listing per server."""
+        """Handle one batch of the event thread: a burst costs one listing per server."""
         relist: dict[str, bool] = {}
         for event in events:
             if event.kind == "resource_updated" and event.uri is not None:
@@ -104,7 +111,15 @@ class ResourceWatch:
             elif event.kind in _LIFECYCLE:
                 relist.setdefault(event.server, False)
         for server, again in relist.items():
-            self._sync(server, relist=again)
+            if self._lanes.has(server) or self._participating(server):
+                self._lanes.ask(server, again)
+            else:  # nothing to list: at most forgotten, at once
+                self._sync(server, relist=again)
+
+    def settle(self, server: str, timeout: float) -> bool:
+        """Wait (up to `timeout`) until the listings `server`'s notices asked for so far
+        are done; False if one is still under way or being retried."""
+        return self._lanes.settle(server, timeout)
 
     def current_servers(self) -> list[str]:
         """The running servers with resources, in configuration order, each enumerated for
@@ -112,8 +127,10 @@ class ResourceWatch:
         servers = []
         for _, status in self._manager.snapshot():
             if _participates(status):
+                self._lanes.open(status.bundle_id)
                 if self._known.get(status.bundle_id) != status.generation:
-                    self._sync(status.bundle_id, relist=False)
+                    if not self._sync(status.bundle_id, relist=False):
+                        self._lanes.ask(status.bundle_id, False)  # retried there
                 servers.append(status.bundle_id)
         return servers
 
@@ -126,11 +143,18 @@ class ResourceWatch:
                 self._debouncer.trigger(channel)
                 self._warmer.wake(channel, server)
 
-    def _sync(self, server: str, relist: bool) -> None:
+    def _participating(self, server: str) -> bool:
+        try:
+            return _participates(self._manager.status(server))
+        except NotFoundError:  # removed
+            return False
+
+    def _sync(self, server: str, relist: bool) -> bool:
+        """Bring the channels up to date with `server`; False if its listing failed."""
         lock = self._lock_for(server)
         if not lock.acquire(timeout=self._timeout):
             log.warning("resources of MCP server %r are still being listed; answering with what is known", server)
-            return
+            return False
         try:
             try:
                 status = self._manager.status(server)
@@ -139,18 +163,19 @@ class ResourceWatch:
             if status is None or not _participates(status):
                 self._forget(server)
             elif relist or self._known.get(server) != status.generation:
-                self._enumerate(server, status)
+                return self._enumerate(server, status)
+            return True
         finally:
             lock.release()
 
-    def _enumerate(self, server: str, status: ServerStatus) -> None:
+    def _enumerate(self, server: str, status: ServerStatus) -> bool:
         try:
             resources = self._manager.list_resources(server, self._timeout)
         except SMCPError as exc:
             log.warning("cannot list the resources of MCP server %r: %s", server, exc.message)
             if self._known.get(server) != status.generation:
                 self._forget(server)
-            return
+            return False
         can_subscribe = status.capabilities is not None and status.capabilities.resources_subscribe
         for channel in self._channels:
             if channel.listed(server, status.generation, resources, subscribable=can_subscribe):
@@ -162,6 +187,7 @@ class ResourceWatch:
             if can_subscribe:
                 self._warmer.wake(channel, server)
         self._known[server] = status.generation
+        return True
 
     def _subscribe(self, server: str, uris: Sequence[str]) -> set[str]:
         """The URIs of `uris` the server accepted a subscription to (asked all at once)."""

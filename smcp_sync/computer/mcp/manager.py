@@ -66,7 +66,7 @@ from .adapter import (
     McpRequestFailed,
     McpSession,
 )
-from .bridge import EventLoopThread
+from .bridge import BridgeClosedError, EventLoopThread
 from .policy import ServerPolicy
 from .server_connection import ServerConnection, ServerUnavailable
 from .status import ServerEvent, ServerState, ServerStatus
@@ -257,6 +257,25 @@ class ServerManager:
     ) -> concurrent.futures.Future[CallToolResult]:
         """Start a tool call; cancelling the future cancels the MCP request."""
         return self._bridge.submit(self._connection(server).call_tool(tool, arguments, timeout))
+
+    def notices(self, server: str) -> int:
+        """How many change notices (tools, resources) `server` has sent (0: unknown server)."""
+        connection = self._connection_or_none(server)
+        return connection.notices if connection is not None else 0
+
+    def tools_settled(self, server: str, timeout: float) -> bool:
+        """Wait up to `timeout` until the server's `tools/list_changed` notices so far
+        have had their `tools/list` answered; False if one is still under way."""
+        connection = self._connection_or_none(server)
+        if connection is None:
+            return True
+        try:
+            self._bridge.run(connection.tools_settled(), timeout)
+        except TimeoutError:
+            return False
+        except BridgeClosedError:  # closing: nothing more will change
+            pass
+        return True
 
     def list_resources(self, server: str, timeout: float) -> list[Resource]:
         """Every page of the server's `resources/list`."""

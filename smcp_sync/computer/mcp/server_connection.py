@@ -71,8 +71,13 @@ class ServerConnection:
         self._wake: anyio.Event | None = None
         self._session: McpSession | None = None
         self._tools_dirty = False
+        self._refreshing_tools = False
+        self._tools_refreshed: anyio.Event | None = None  # made by a waiter, set after a refresh
         self._suspect = False
         self._in_flight = 0
+        #: Change notices received (tools, resources), read from other threads: a tool
+        #: call whose answer came after a notice waits for it to be in force (`tools.calls`).
+        self.notices = 0
 
     @property
     def active(self) -> bool:
@@ -105,6 +110,14 @@ class ServerConnection:
             log.warning("MCP server %r did not stop within %.1fs", self.bundle_id, self._policy.stop_timeout)
 
     # -- use of the live session (on the loop, from other tasks) --------------------------
+
+    async def tools_settled(self) -> None:
+        """Return once every `tools/list_changed` notice received so far has had its
+        `tools/list` answered (and a changed list published), or the session ended."""
+        while self._session is not None and (self._tools_dirty or self._refreshing_tools):
+            if self._tools_refreshed is None:
+                self._tools_refreshed = anyio.Event()
+            await self._tools_refreshed.wait()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
         """Raises ServerUnavailable, McpConnectionLost, McpRequestFailed or TimeoutError."""
@@ -211,6 +224,7 @@ class ServerConnection:
                     return await self._serve(session)
                 finally:
                     self._session = None
+                    self._wake_tools_waiters()
         except Exception as exc:
             return describe_failure(exc)
 
@@ -222,8 +236,12 @@ class ServerConnection:
                     " (the process exited)" if isinstance(self.config, StdioServerConfig) else ""
                 )
             if self._tools_dirty:
-                self._tools_dirty = False
-                await self._refresh_tools(session)
+                self._tools_dirty, self._refreshing_tools = False, True
+                try:
+                    await self._refresh_tools(session)
+                finally:
+                    self._refreshing_tools = False
+                    self._wake_tools_waiters()
                 continue
             if self._suspect:
                 self._suspect = False
@@ -259,6 +277,8 @@ class ServerConnection:
     # -- notifications (called on the loop by the adapter; never block) ------------------
 
     def _on_notification(self, kind: NotificationKind, uri: str | None) -> None:
+        if kind in ("tools_changed", "resources_list_changed", "resource_updated"):
+            self.notices += 1
         if kind == "tools_changed":
             self._tools_dirty = True
             self._wake_up()
@@ -268,6 +288,11 @@ class ServerConnection:
             self._raise_suspicion()
         else:
             self._emit(kind, uri)
+
+    def _wake_tools_waiters(self) -> None:
+        if self._tools_refreshed is not None:
+            self._tools_refreshed.set()
+            self._tools_refreshed = None
 
     def _raise_suspicion(self) -> None:
         self._suspect = True

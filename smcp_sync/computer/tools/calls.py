@@ -18,6 +18,13 @@ A result the MCP server returned goes through its `vrl` script, if it has one (`
 
 The timeout covers confirmation and the MCP request; the MCP request is cancelled
 (`notifications/cancelled`) on timeout and on cancel.
+
+What the MCP server announced before it answered is in force when the answer is
+returned: notices and results share one stream, so a server that adds a tool and says
+so (`tools/list_changed`) before its result has its new tool callable right after it,
+and a document it changed shows in the next `get_finder`. When notices came during the
+call, the answer waits (at most `SETTLE_WAIT`, within the call's timeout) until they
+are handled (`settle`).
 """
 
 from __future__ import annotations
@@ -46,6 +53,11 @@ log = logging.getLogger(__name__)
 
 #: Used by `Computer.call_tool` when no timeout is given.
 DEFAULT_TOOL_TIMEOUT = 60.0
+#: The most seconds an answer waits for the notices its server sent before it.
+SETTLE_WAIT = 5.0
+
+#: ``settle(server, timeout) -> bool``: wait until what `server` announced so far is in force.
+Settle = Callable[[str, float], bool]
 
 
 @attrs.frozen
@@ -78,11 +90,13 @@ class ToolCaller:
         catalog: Callable[[], ToolCatalog],
         confirm: ConfirmCallback | None,
         history: ToolCallHistory,
+        settle: Settle,
     ) -> None:
         self._manager = manager
         self._catalog = catalog
         self._confirm = confirm
         self._history = history
+        self._settle = settle
         self._in_flight = InFlightCalls()
 
     def call(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None = None) -> CallToolResult:
@@ -125,6 +139,7 @@ class ToolCaller:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return _timed_out(route.exposed, timeout)
+        notices = self._manager.notices(route.server)
         try:
             future = self._manager.submit_call(route.server, route.tool, params, remaining)
         except NotFoundError:  # removed since the catalog was read
@@ -134,6 +149,8 @@ class ToolCaller:
         try:
             # a wait past TIMEOUT_MAX would raise OverflowError, leaving the MCP call uncancelled
             result = _with_tool_meta(future.result(min(remaining + WAIT_GRACE, threading.TIMEOUT_MAX)), route.meta)
+            if self._manager.notices(route.server) != notices:
+                self._await_notices(route.server, deadline)
             # the script runs here, on the caller's thread: it is CPU work, kept off the loop
             return script.transform(result, route.tool, params) if script is not None else result
         except concurrent.futures.CancelledError:
@@ -153,6 +170,11 @@ class ToolCaller:
             )
         finally:
             self._in_flight.unregister(req_id, future)
+
+    def _await_notices(self, server: str, deadline: float) -> None:
+        wait = min(SETTLE_WAIT, max(0.0, deadline - time.monotonic()))
+        if not self._settle(server, wait):
+            log.info("MCP server %r: its change notices were not all handled %.1fs after a tool's answer", server, wait)
 
     def _ask_confirmation(self, pending: PendingToolCall) -> CallToolResult | None:
         if self._confirm is None:
