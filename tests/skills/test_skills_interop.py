@@ -16,7 +16,7 @@ from smcp_sync.agent.requests import NotHandledError
 from smcp_sync.protocol.errors import SMCPError
 
 from computer.helpers import RESOURCE_SERVER, stdio_config, write_state
-from interop.harness import agent_results, run_official_agent, start_official_computer
+from interop.harness import agent_results, run_official_agent, start_official_agent, start_official_computer
 from office_parts import joined_agent, serving
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
@@ -73,6 +73,31 @@ def test_their_agent_reads_our_computers_skills(their_python: Path, skill_server
     assert (png["result"]["mime_type"], png["size"], png["sha256"]) == ("image/png", len(PNG), hashlib.sha256(PNG).hexdigest())
     assert not bad_name["ok"] and "4016" in bad_name["error"]
     assert not traversal["ok"] and "4017" in traversal["error"]
+
+
+def test_their_agent_hears_our_user_skills_folder_change(their_python: Path, tmp_path: Path) -> None:
+    """README, Skills that announce changes: a package written into our Computer's watched
+    folder reaches their Agent as notify:update_skills, and their get_skills lists it."""
+    user = tmp_path / "user"
+    user.mkdir()
+    steps = [
+        {"op": "wait_notify", "name": "notify:update_skills", "match": {"computer": "c-ours"}, "timeout": 30},
+        {"op": "get_skills", "computer": "c-ours"},
+    ]
+    with serving(auth=KEY) as server, Computer("c-ours", user_skills=user) as computer:
+        computer.connect(server.url, "o-up", auth={"api_key": KEY}, timeout=20)
+        agent = start_official_agent(their_python, server.url, "o-up", "a-sdk", steps, auth_via="sdk")
+        try:
+            agent.wait_for(lambda e: e.get("event") == "result" and e.get("op") == "join", 60)
+            (user / "fresh").mkdir()
+            (user / "fresh" / "SKILL.md").write_text("---\nname: fresh\ndescription: New here\n---\nHi.\n")
+            agent.wait_for(lambda e: e.get("event") in ("exit", "connect_failed"), 90)
+            agent.wait_exit(30)
+        finally:
+            agent.stop()
+        heard, listed = agent_results(agent.snapshot())[1:]
+    assert heard["ok"], heard
+    assert [skill["name"] for skill in listed["result"]["skills"]] == ["fresh"]
 
 
 def test_our_agent_reads_their_computers_skills(

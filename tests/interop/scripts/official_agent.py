@@ -175,6 +175,10 @@ def main() -> int:
             record_notify("notify:update_tool_list", data)
             return super()._on_computer_update_tool_list(data)
 
+        def _on_skills_updated(self, data):  # noqa: ANN001  (registered by 0.4.x only)
+            record_notify("notify:update_skills", data)
+            return super()._on_skills_updated(data)
+
     if args.auth_via == "sdk":
         credentials = {"api_key": args.api_key}
     else:
