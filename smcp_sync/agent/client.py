@@ -60,7 +60,7 @@ from .cache import ComputerCache
 from .finder import FinderMethods
 from .notifications import Notifications
 from .refresher import Refresher
-from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, Rehydration
+from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, BlobProgress, Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id
 from .resources import ResourceMethods
 from .skills import SkillMethods
@@ -90,7 +90,8 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     for an official 0.1.x Server). Binary tool-result items and skill files a Computer
     answers with a blob handle are fetched before a call returns, up to
     `rehydrate_max_bytes` per answer (`rehydrate_blobs=False`, or `rehydrate=False` on a
-    call, keeps the handles: `rehydrate`)."""
+    call, keeps the handles: `rehydrate`); `rehydrate_progress(handle, done, total)`
+    follows each such blob as it arrives."""
 
     def __init__(
         self,
@@ -104,6 +105,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS,
         rehydrate_blobs: bool = True,
         rehydrate_max_bytes: int = DEFAULT_REHYDRATE_MAX_BYTES,
+        rehydrate_progress: BlobProgress | None = None,
     ):
         if not isinstance(name, str) or not name:
             raise ValueError("an Agent needs a non-empty name")
@@ -124,7 +126,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self._refresher = Refresher(f"smcp-agent-{name}-refresh")
         self._notifications = Notifications(self._connection, self._dispatcher, self._react)
         #: Fills blob-backed tool-result items and skill files in (`rehydrate`).
-        self._rehydration = Rehydration(self.get_blob, rehydrate_blobs, rehydrate_max_bytes)
+        self._rehydration = Rehydration(self.get_blob, rehydrate_blobs, rehydrate_max_bytes, rehydrate_progress)
         self._tool_calls = ToolCalls(self._connection, max_concurrent_calls, self._rehydration)
         self._connection.on_rejoined(lambda office_id: self._request_resync())
 

@@ -18,6 +18,7 @@ by default (README, "Blobs that arrive by themselves"):
   its handle for `fetch_result_blobs` / `get_blob` (which can stream to a file).
 
 Opt out per Agent (`Agent(rehydrate_blobs=False)`) or per call (`rehydrate=False`).
+`progress(handle, done, total)`, when given, follows each blob as its chunks arrive.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ _BLOB_META = (META_BLOB_HANDLE, META_TOTAL_SIZE, META_SHA256)
 
 #: `Agent.get_blob`: (computer, handle, *, progress, timeout) -> bytes.
 GetBlob = Callable[..., Any]
+#: Called with (blob handle, bytes done, bytes in all) after each chunk of a blob.
+BlobProgress = Callable[[str, int, int], Any]
 
 
 class _OverCap(Exception):
@@ -48,14 +51,21 @@ class _OverCap(Exception):
 
 
 class Rehydration:
-    """An Agent's setting (`enabled`, `max_bytes`) and how it fetches (`get_blob`)."""
+    """An Agent's setting (`enabled`, `max_bytes`, `progress`) and how it fetches (`get_blob`)."""
 
-    def __init__(self, get_blob: GetBlob, enabled: bool = True, max_bytes: int = DEFAULT_REHYDRATE_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        get_blob: GetBlob,
+        enabled: bool = True,
+        max_bytes: int = DEFAULT_REHYDRATE_MAX_BYTES,
+        progress: BlobProgress | None = None,
+    ) -> None:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
             raise ValueError(f"rehydrate_max_bytes must be a whole number of bytes >= 0, not {max_bytes!r}")
         self._get_blob = get_blob
         self.enabled = bool(enabled)
         self.max_bytes = max_bytes
+        self.progress = progress
 
     def wanted(self, rehydrate: bool | None) -> bool:
         """Whether a call with `rehydrate` (None: the Agent's setting) is filled in."""
@@ -99,6 +109,8 @@ class Rehydration:
         def within_cap(done: int, total: int) -> None:
             if total > allowed:
                 raise _OverCap()
+            if self.progress is not None:
+                self.progress(handle, done, total)
 
         try:
             data: bytes = self._get_blob(computer, handle, progress=within_cap, timeout=timeout)

@@ -86,6 +86,15 @@ def test_opting_out_per_call_or_per_agent_keeps_the_handle(office: dict[str, Any
         assert base64.b64decode(the_image(filled).data) == image_bytes(SIZE, 9)
 
 
+def test_progress_follows_a_large_blob_as_it_arrives(office: dict[str, Any]) -> None:
+    seen: list[tuple[str, int, int]] = []
+    with own_agent(rehydrate_progress=lambda *args: seen.append(args)) as agent:
+        image = the_image(agent.call_tool("pc", "image", {"size": SIZE, "seed": 12}, timeout=T))
+    assert base64.b64decode(image.data) == image_bytes(SIZE, 12)
+    assert seen and seen[-1][1:] == (SIZE, SIZE) and seen[0][0].startswith("blob_")
+    assert [done for _, done, _ in seen] == sorted(done for _, done, _ in seen)
+
+
 def test_an_answer_over_the_cap_keeps_its_handle(office: dict[str, Any]) -> None:
     with own_agent(rehydrate_max_bytes=SIZE - 1) as carol:
         result = carol.call_tool("pc", "image", {"size": SIZE, "seed": 10}, timeout=T)
