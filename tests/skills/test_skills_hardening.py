@@ -365,3 +365,17 @@ def test_the_mounted_mode_is_refused_from_a_remote_server(tmp_path: Path, caplog
         stop(process)
     [reason] = [r.getMessage() for r in caplog.records if "skill://remote/private" in r.getMessage()]
     assert "stdio MCP servers only" in reason
+
+
+def test_a_user_skill_with_invalid_yaml_is_left_out_with_its_reason_and_no_host_path(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    user = tmp_path / "my-skills"
+    for name, md in (("good", NOTES_MD), ("broken", "---\nname: x\ndescription: [unclosed\n---\n")):
+        (user / name).mkdir(parents=True)
+        (user / name / "SKILL.md").write_text(md, encoding="utf-8")
+    with Computer("c", [], skill_home=tmp_path / "home", user_skills=user, confirm=allow_all) as computer:
+        assert [skill.name for skill in computer.skills()] == ["good"]
+    [reason] = [r.getMessage() for r in caplog.records if "broken" in r.getMessage()]
+    assert "broken skipped: its SKILL.md front matter is not valid YAML" in reason
+    assert str(tmp_path) not in reason

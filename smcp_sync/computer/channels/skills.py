@@ -330,13 +330,13 @@ class UserSkills:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._warned: set[tuple[str, str]] = set()
+        self._warned: set[str] = set()
 
     def scan(self) -> list[StagedSkill]:
         try:
             children = sorted(c for c in self.folder.iterdir() if (c / DEFAULT_SKILL_FILE).is_file())
         except OSError as exc:
-            self._warn(str(self.folder), f"cannot read the user skills folder: {exc}")
+            self._warn(f"cannot read the folder: {_why(exc)}")
             return []
         found = []
         for child in children:
@@ -346,16 +346,20 @@ class UserSkills:
                 front = read_front_matter(child)
                 if not isinstance(front.get("description"), str) or not front["description"]:
                     raise BadRequestError(f"its {DEFAULT_SKILL_FILE} has no description")
-            except (SMCPError, OSError) as exc:
-                self._warn(str(child), str(exc))
+            except SMCPError as exc:
+                self._warn(f"{child.name} skipped: {exc.message}")
+                continue
+            except OSError as exc:
+                self._warn(f"{child.name} skipped: {_why(exc)}")
                 continue
             found.append(StagedSkill(_ref(front, name=child.name, source="user", path=child), child))
         return found
 
-    def _warn(self, where: str, why: str) -> None:
-        if (where, why) not in self._warned and len(self._warned) < 1000:
-            self._warned.add((where, why))
-            log.warning("user skill %s skipped: %s", where, why)
+    def _warn(self, message: str) -> None:
+        """Logged once; names no host path (the folder's own name only)."""
+        if message not in self._warned and len(self._warned) < 1000:
+            self._warned.add(message)
+            log.warning("user skills: %s", message)
 
 
 def current_skills(
@@ -367,8 +371,8 @@ def current_skills(
     staged = [entry.value for entry in channel.entries(servers).entries]
     for skill in [*staged, *(user.scan() if user is not None else ())]:
         if skill.ref.name in found:
-            first = found[skill.ref.name].root
-            log.error("skill %s of %s is left out: %s has that name already", skill.ref.name, skill.root, first)
+            first = found[skill.ref.name].ref.source
+            log.error("skill %s of %s is left out: one of %s has that name already", skill.ref.name, skill.ref.source, first)
             continue
         found[skill.ref.name] = skill
     return list(found.values())
