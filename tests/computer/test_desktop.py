@@ -4,6 +4,7 @@ bundled window server."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Iterator
 
@@ -129,3 +130,24 @@ def test_without_a_fullscreen_window_every_window_shows_by_priority(live_desktop
     assert computer.desktop(window="window://com.example.desktop/editor?priority=60")[0].endswith(
         "- [ ] Write the release notes"
     )
+
+
+def test_two_servers_listing_one_window_host_are_warned_about_when_listed(
+    computer_factory: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """spec-0.3/desktop.md: hosts SHOULD be unique across MCP servers; a clash is warned
+    at registration (before any desktop is asked for), once, and both are still shown."""
+    shared = [window("com.example.shared", "a"), window("com.example.shared", "b")]
+    caplog.set_level(logging.WARNING, logger="smcp_sync.computer.channels.window_layout")
+    computer = computer_factory(
+        resource_config("one", tmp_path / "one.json", shared[:1]),
+        resource_config("two", tmp_path / "two.json", shared[1:]),
+        resource_config("own", tmp_path / "own.json", [window("com.example.own", "c")]),
+    )
+    clashes = [r.getMessage() for r in caplog.records if "both list windows of host" in r.getMessage()]
+    assert clashes == ["desktop: MCP servers 'one' and 'two' both list windows of host 'com.example.shared' "
+                       "(hosts should be unique across servers); each server's windows are still shown as its own"]
+    assert sorted(uris(computer.desktop())) == ["window://com.example.own/c", "window://com.example.shared/a",
+                                                "window://com.example.shared/b"]  # fmt: skip
+    computer.call_tool("one__set_resources", {"resources": shared[:1]}, timeout=10)  # listed again: no new warning
+    assert len([r for r in caplog.records if "both list windows of host" in r.getMessage()]) == 1

@@ -35,7 +35,7 @@ def desktop_channel(manager: ServerManager, timeout: float, wait: float) -> Reso
         check=parse_window_uri,  # a window the organiser would drop is not worth a read
         value_of=lambda server, contents: tuple(contents),
         wait=wait,
-        describe=WindowLayouts(),
+        survey=WindowLayouts().survey,
     )
 
 

@@ -7,12 +7,18 @@ priority outside [0, 1] counts as 0, a fullscreen that is not a bool as false, a
 `audience` without "assistant" is kept (the spec's v0.2 rule), and window URIs in the
 older query form (``?priority=&fullscreen=``, which real window servers still list) are
 accepted: the organiser reads the query where the annotations say nothing (`context.desktop`).
+
+A window host listed by two MCP servers is warned about when the second lists it
+(spec-0.3/desktop.md: hosts SHOULD be unique across servers, a clash is warned at
+registration, not refused), once per host and pair of servers; the windows are still
+grouped by bundle_id and shown.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import Sequence
 from urllib.parse import urlsplit
 
 import attrs
@@ -37,6 +43,30 @@ class WindowLayouts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._warned: set[tuple[str, str]] = set()
+        self._hosts: dict[str, frozenset[str]] = {}  # server -> the window hosts it listed last
+        self._clashes: set[tuple[str, frozenset[str]]] = set()
+
+    def survey(self, server: str, windows: Sequence[Resource]) -> dict[str, WindowLayout]:
+        """`survey` of the Desktop channel: each listed window's layout, and the host clash
+        warning."""
+        hosts = frozenset(urlsplit(window.uri).netloc for window in windows)
+        with self._lock:
+            self._hosts[server] = hosts
+            clashes = [
+                (host, other)
+                for other, listed in self._hosts.items()
+                if other != server
+                for host in sorted(hosts & listed)
+                if (host, frozenset((server, other))) not in self._clashes
+            ]
+            self._clashes.update((host, frozenset((server, other))) for host, other in clashes)
+        for host, other in clashes:
+            log.warning(
+                "desktop: MCP servers %r and %r both list windows of host %r (hosts should be unique across "
+                "servers); each server's windows are still shown as its own",
+                *sorted((other, server)), host,
+            )  # fmt: skip
+        return {window.uri: self(server, window) for window in windows}
 
     def __call__(self, server: str, resource: Resource) -> WindowLayout:
         annotations = resource.annotations
