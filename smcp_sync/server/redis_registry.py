@@ -28,6 +28,7 @@ so the nodes fail requests forwarded to it at once. Redis Cluster is not support
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -52,6 +53,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_NODE_TTL = 5.0
 #: Longest a Redis command may block (connect or answer).
 REDIS_TIMEOUT = 2.0
+#: Members of other nodes remembered from `find` (and sessions seen ending), at most.
+REMEMBERED = 10_000
 
 _REMOVE = """
 local function remove(p, sid)
@@ -186,6 +189,10 @@ class RedisRegistry(OfficeRegistry):
         self._local: dict[str, Session] = {}
         self._local_names: dict[tuple[str, Role, str], str] = {}
         self._unsynced_drops: set[str] = set()
+        # Sessions of other nodes as `find` last saw them, and those seen ending since (the
+        # `gone` channel): `session()` answers for them without a round trip.
+        self._found: collections.OrderedDict[str, Session] = collections.OrderedDict()
+        self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._epoch: str | None = None
         self.incarnation = uuid.uuid4().hex
         self._unwritten: set[str] = set()  # members to write back in this incarnation
@@ -226,10 +233,13 @@ class RedisRegistry(OfficeRegistry):
         return current if current.joined else None
 
     def session(self, sid: str) -> Session | None:
+        """This node's sessions from memory; one of another node as `find` last saw it
+        (the routing hot path asks right after a find), unless it was seen ending since;
+        any other from Redis."""
         with self._lock:
-            local = self._local.get(sid)
-        if local is not None:
-            return local
+            known = self._local.get(sid) or self._found.get(sid)
+            if known is not None or sid in self._ended:
+                return known
         with self._available():
             raw = self._redis.get(self._key("s", sid))
         return _decode(raw) if raw else None
@@ -273,7 +283,13 @@ class RedisRegistry(OfficeRegistry):
                 return self._local[sid]
         with self._available():
             raw = self._find(args=[self._prefix, office_id, role, name])
-        return _decode(raw) if raw else None
+        if not raw:
+            return None
+        found = _decode(raw)
+        with self._lock:
+            if found.sid not in self._ended:  # its end may have been heard while Redis answered
+                _remember(self._found, found.sid, found)
+        return found
 
     def members(self, office_id: str) -> list[Session]:
         with self._available():
@@ -452,6 +468,9 @@ class RedisRegistry(OfficeRegistry):
                     message = pubsub.get_message(timeout=0.5)
                     if message is not None and message["type"] == "message":
                         sid = message["data"]
+                        with self._lock:
+                            self._found.pop(sid, None)
+                            _remember(self._ended, sid, None)
                         self._tell(lambda listener: listener.session_gone(sid))
             except RedisError:
                 self._stopping.wait(0.5)  # the heartbeat logs the outage
@@ -586,6 +605,14 @@ class _RedisErrors:
             raise RegistryUnavailableError(
                 "the office registry (Redis) is unavailable; try again", details={"registry": "redis"}
             ) from exc
+
+
+def _remember(memory: collections.OrderedDict[str, Any], sid: str, value: Any) -> None:
+    """Keep `sid` in `memory`, the oldest forgotten past `REMEMBERED`."""
+    memory[sid] = value
+    memory.move_to_end(sid)
+    while len(memory) > REMEMBERED:
+        memory.popitem(last=False)
 
 
 def _encode(session: Session, incarnation: str, epoch: str) -> str:

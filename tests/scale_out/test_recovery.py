@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from computer.helpers import wait_until
 
 from smcp_sync.protocol.errors import ErrorCode, SMCPError
 from smcp_sync.server.membership import SidLocks
@@ -208,3 +209,18 @@ def test_deployments_on_one_redis_never_see_each_other(caplog: pytest.LogCapture
     assert down.value.code == ErrorCode.INTERNAL_ERROR
     assert "127.0.0.1:1" in caplog.text and "s3cret" not in caplog.text and "***@" in caplog.text
     unreachable.close()
+
+
+def test_a_member_found_on_another_node_is_known_without_a_round_trip_until_it_ends() -> None:
+    """Routing asks `session()` right after `find`: answered from what find saw, and None
+    once the session's end is heard on the `gone` channel."""
+    with redis_server() as redis, node(redis.url) as (a, _), node(redis.url) as (b, _):
+        joined(a, "pc-sid", "computer", "pc", "o")
+        found = b.find("o", "computer", "pc")
+        assert found is not None and found.sid == "pc-sid"
+        redis.command("CLIENT", "PAUSE", "3000")  # Redis answers nobody for 3 s
+        assert b.session("pc-sid") == found  # no round trip
+        redis.command("CLIENT", "UNPAUSE")
+        assert a.drop_session("pc-sid") is not None
+        wait_until(lambda: b.session("pc-sid") is None, 10.0, "the end heard")
+        assert b.find("o", "computer", "pc") is None
