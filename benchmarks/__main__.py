@@ -97,6 +97,7 @@ class Run:
         self.hostile_plan = QUICK_HOSTILE if args.quick else FULL_HOSTILE
         self.hostile_results: dict[str, Any] | None = None
         self.registry_results: list[dict[str, Any]] | None = None
+        self.failover_results: list[float] | None = None
         self.quick = args.quick
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
@@ -136,6 +137,9 @@ class Run:
     def registry_section(self) -> None:
         self.registry_results = scale_out.registry_operations(self.quick)
 
+    def failover_section(self) -> None:
+        self.failover_results = scale_out.failover(self.quick)
+
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.echo is not None:
@@ -148,6 +152,7 @@ class Run:
             steps.append(("hostile", self.hostile_section))
         if "scale_out" in self.sections:
             steps.append(("registry", self.registry_section))
+            steps.append(("failover", self.failover_section))
         for name, step in steps:
             log.info("%s ...", name)
             before, started = list(os.getloadavg()), time.monotonic()
@@ -177,6 +182,8 @@ class Run:
             tables += report.hostile_tables(self.hostile_results)
         if self.registry_results is not None:
             tables.append(report.registry_table(self.registry_results))
+        if self.failover_results is not None:
+            tables.append(report.failover_table(self.failover_results))
         tables.append(report.load_note(self.loads))
         return tables
 
@@ -200,6 +207,7 @@ class Run:
             "memory": self.memory_results,
             "hostile": {"plan": self.hostile_plan.to_dict(), **(self.hostile_results or {})},
             "registry": self.registry_results,
+            "failover": self.failover_results,
             "load": self.loads,
             "failures": self.failures,
         }

@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 
 from .echo import REPO
+from .loadgen import percentile
 
 PATH_LABELS = {
     "mcp_direct": "floor: MCP ClientSession → stdio echo (asyncio)",
@@ -106,6 +107,13 @@ def registry_table(rows: list[dict[str, Any]]) -> Table:
     table = Table("Scale-out: Redis office registry operations (one thread)", ["operation", "calls", "ops/s", "µs/call"])
     for row in rows:
         table.add(row["operation"], row["calls"], row["ops_per_s"], row["us_per_call"])
+    return table
+
+
+def failover_table(seconds: list[float]) -> Table:
+    ordered = sorted(seconds)
+    table = Table("Scale-out: failover, SIGKILL of a node → Agent back in office and answered", ["kills", "p50 s", "p99 s", "max s"])
+    table.add(len(ordered), percentile(ordered, 50), percentile(ordered, 99), ordered[-1])
     return table
 
 

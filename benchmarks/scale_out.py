@@ -8,7 +8,11 @@ of a scale-out costs, and how fast the shared office registry is.
   answer back the same way;
 * registry operations per second: `RedisRegistry` calls from one thread against that
   Redis (a Computer's join + leave, `find` of a member of another node, `members` of an
-  office of two, `find` of a member of this node).
+  office of two, `find` of a member of this node);
+* failover: two nodes behind a TCP proxy (tests/scale_out/proxy.py), the Agent and a
+  Computer on the first; it is SIGKILLed (a fresh node already up behind it) and the
+  time counted until the Agent, reconnected and back in its office, has a tool call
+  answered (polled every 20 ms).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ from .processes import Peers
 
 #: Seconds each registry operation is repeated for.
 REGISTRY_SECONDS, QUICK_REGISTRY_SECONDS = 2.0, 0.2
+#: Node kills measured (README: p50 and p99 over at least 20).
+FAILOVER_KILLS, QUICK_FAILOVER_KILLS = 20, 2
+#: Longest one failover may take before the measure gives up.
+FAILOVER_LIMIT = 60.0
 
 
 def available() -> str | None:
@@ -106,3 +114,57 @@ def _rate(name: str, per_call: int, call: Callable[[], Any], seconds: float) -> 
             break
     elapsed = now - started
     return {"operation": name, "calls": count, "ops_per_s": count * per_call / elapsed, "us_per_call": elapsed / count * 1e6}
+
+
+def failover(quick: bool) -> list[float]:
+    """Seconds from each SIGKILL of the node holding the Agent and the Computer until the
+    Agent has a call answered again, back in its office."""
+    from urllib.parse import urlsplit
+
+    from smcp_sync.agent import Agent
+    from smcp_sync.connection.session import Connection
+    from smcp_sync.protocol import events, to_wire
+    from smcp_sync.protocol.errors import SMCPError
+    from smcp_sync.protocol.models import CallToolResult, TextContent
+    from tests.scale_out.parts import Node
+    from tests.scale_out.proxy import Proxy
+
+    def address(node: Node) -> tuple[str, int]:
+        parts = urlsplit(node.url)
+        return str(parts.hostname), int(parts.port or 0)
+
+    def answered(agent: Agent) -> bool:
+        try:
+            return agent.office_id == "failover" and agent.call_tool("pc", "who", {}, timeout=1.0).text == "pc"
+        except SMCPError:
+            return False
+
+    times: list[float] = []
+    with redis() as shared, contextlib.ExitStack() as stack:
+        live = [Node(shared.url), Node(shared.url)]
+        for node in live:
+            stack.callback(node.stop)
+        proxy = stack.enter_context(Proxy([address(node) for node in live]))
+        agent = stack.enter_context(Agent("bench-a"))
+        agent.connect(proxy.url, timeout=10)
+        agent.join_office("failover", timeout=10)
+        computer = Connection("computer", "pc")
+        stack.callback(computer.close)
+        computer.on(events.TOOL_CALL, lambda payload: to_wire(CallToolResult(content=[TextContent(text="pc")])))
+        computer.connect(proxy.url, timeout=10)
+        computer.join_office("failover", 10)
+        for _ in range(QUICK_FAILOVER_KILLS if quick else FAILOVER_KILLS):
+            spare = Node(shared.url)
+            stack.callback(spare.stop)
+            live.append(spare)
+            proxy.backends = [address(node) for node in live]
+            if not answered(agent):
+                raise RuntimeError("the office is not whole before a kill")
+            started = time.perf_counter()
+            live.pop(0).kill()
+            while not answered(agent):
+                if time.perf_counter() - started > FAILOVER_LIMIT:
+                    raise RuntimeError(f"no answer {FAILOVER_LIMIT:g} s after a kill")
+                time.sleep(0.02)
+            times.append(time.perf_counter() - started)
+    return times

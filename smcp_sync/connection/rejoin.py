@@ -27,7 +27,7 @@ class RejoinPolicy:
     attempt starts after `give_up_after` seconds."""
 
     delay: float = 0.25
-    delay_max: float = 4.0
+    delay_max: float = 1.0
     give_up_after: float = 60.0
 
     def pauses(self) -> Iterator[float]:
