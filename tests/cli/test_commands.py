@@ -341,3 +341,32 @@ def test_computer_json_prints_what_joined_and_sigterm_ends_it(server: str, tmp_p
         "servers": {"tools": "running"},
     }
     assert computer.returncode == 0, stderr
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_computer_runs_tools_without_auto_apply_only_with_allow_all_tools(
+    server: str, tmp_path: Path, allowed: bool
+) -> None:
+    """Nobody is there to confirm a call: refused (4005) unless --allow-all-tools."""
+    config = tmp_path / "tools.json"
+    tools_server = {"command": sys.executable, "args": ["-m", "smcp_sync.demo.servers.tools_server"]}
+    config.write_text(json.dumps([{"name": "tools", "type": "stdio", "server_parameters": tools_server}]))
+    command = ["computer", "--config", str(config), "--url", server, "--office", OFFICE, "--name", "laptop", "--json"]
+    computer = subprocess.Popen(
+        [SMCP_SYNC, *command, *(["--allow-all-tools"] if allowed else [])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "SMCP_API_KEY": KEY},
+    )  # fmt: skip
+    try:
+        assert computer.stdout is not None
+        json.loads(computer.stdout.readline())  # joined
+        with Agent("caller", auth={"api_key": KEY}) as agent:
+            agent.connect(server, timeout=10)
+            agent.join_office(OFFICE, timeout=10)
+            result = agent.call_tool("laptop", "calculate", {"expression": "6 * 7"}, timeout=20)
+    finally:
+        computer.terminate()
+        computer.communicate(timeout=20)
+    if allowed:
+        assert (result.is_error, result.text) == (False, "42")
+    else:
+        assert (result.is_error, result.error_code) == (True, 4005) and "no confirm callback" in result.text
