@@ -3,12 +3,16 @@
     smcp-sync computer --config FILE --url URL --office OFFICE --name NAME
                        [--inputs FILE] [--input ID=VALUE ...] [--api-key KEY]
                        [--landing-folder DIR] [--user-skills DIR] [--skill-home DIR]
-                       [--allow-all-tools]
+                       [--allow-all-tools] [--forget-inputs]
 
 --config holds the official A2C-SMCP SDK's JSON: one MCP server config, a list of them,
 or {"servers": [...], "inputs": [...]}; --inputs an input definition or a list of them.
-A `${input:ID}` without a value (--input) is asked on the terminal when there is one
-(hidden for password inputs); otherwise its default is used, or the command fails.
+A `${input:ID}` without a value (--input) is read from the environment variable
+A2C_SMCP_<ID>, else from what an earlier run was told, else asked on the terminal when
+there is one (hidden for password inputs; the answer is remembered, as a2c-smcp 0.4.2's
+CLI does: a password in the OS keyring with the [keyring] extra, never in clear, the rest
+in $XDG_STATE_HOME/a2c/input-values.json; --forget-inputs neither reads nor keeps them);
+otherwise its default is used, or the command fails.
 MCP servers that fail to start are retried in the background; the rest serve at once.
 Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
 is refused (4005) unless --allow-all-tools is given.
@@ -68,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         " (4005), there being no one to confirm it",
     )
     parser.add_argument(
+        "--forget-inputs",
+        action="store_true",
+        help="neither use nor remember input values answered on the terminal in earlier runs",
+    )
+    parser.add_argument(
         "--allow-failed-servers",
         action="store_true",
         help="join even when some MCP servers did not start (they keep retrying); by default that is an error",
@@ -104,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _configured_computer(args: argparse.Namespace) -> Computer:
     """The Computer of --config / --inputs / --input. A configuration error names the
     file and, for a server config, the server; the field is in the codec's message."""
-    from ..computer import Computer, allow_all
+    from ..computer import Computer, InputMemory, allow_all
     from ..computer.config.files import ConfigError, load_config, load_inputs
 
     values = dict(_assignment(text) for text in args.input)
@@ -115,6 +124,7 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
         inputs=inputs,
         input_values=values,
         input_resolver=_ask_on_terminal if sys.stdin.isatty() else None,
+        input_memory=None if args.forget_inputs else InputMemory(),
         landing_folder=args.landing_folder,
         user_skills=args.user_skills,
         skill_home=args.skill_home,

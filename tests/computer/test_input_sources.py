@@ -6,8 +6,12 @@ backend), real MCP servers restarted by `set_input`, a real Server and Agent."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import queue
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -149,3 +153,43 @@ def test_set_input_restarts_the_servers_using_it_and_the_office_hears_update_con
     assert computer.servers.status("other") == other  # untouched: same session, same status
     with pytest.raises(InputError, match="no input with id 'nope'"):
         computer.set_input("nope", "x")
+
+
+def _cli_computer(config: Path, url: str, environ: dict[str, str], stdin: Any, *extra: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())", "computer",
+            "--config", str(config), "--url", url, "--office", "o", "--name", "c", "--json", *extra]  # fmt: skip
+    return subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
+
+
+def _ready_tools(proc: subprocess.Popen[str]) -> list[str]:
+    """The tools of the CLI's ready line (after a prompt's own text, if any), then stop it."""
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        return list(json.loads(line[line.index("{"):])["tools"])
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+
+
+def test_the_cli_remembers_a_terminal_answer_for_the_next_run(tmp_path: Path, no_leaks: None) -> None:
+    config = tmp_path / "mcp.json"
+    prefix = {"type": "promptString", "id": "prefix", "description": "Prefix"}
+    config.write_text(json.dumps({"servers": [stdio_config("tools", "--prefix", "${input:prefix}")], "inputs": [prefix]}))
+    environ = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
+    with SMCPServer() as server:
+        url = server.start()
+        terminal, child_side = pty.openpty()
+        try:
+            first = _cli_computer(config, url, environ, child_side)
+            os.close(child_side)
+            os.write(terminal, b"typed_\n")  # waits in the terminal until the prompt reads it
+            assert "tools__typed_echo" in _ready_tools(first)
+        finally:
+            os.close(terminal)
+        assert "tools__typed_echo" in _ready_tools(_cli_computer(config, url, environ, subprocess.DEVNULL))
+        forgetful = _cli_computer(config, url, environ, subprocess.DEVNULL, "--forget-inputs")
+        _, errors = forgetful.communicate(timeout=60)
+        assert forgetful.returncode == 2 and "input 'prefix' (Prefix) has no value" in errors
+    values = tmp_path / "state" / "a2c" / "input-values.json"
+    assert json.loads(values.read_text()) == {"prefix": "typed_"} and stat.S_IMODE(values.stat().st_mode) == 0o600

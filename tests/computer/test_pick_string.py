@@ -60,7 +60,8 @@ def test_the_cli_prompt_shows_the_labels_and_passes_the_picked_value(server: SMC
     terminal, child_side = pty.openpty()
     argv = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())", "computer",
             "--config", str(config), "--url", server.url, "--office", "o", "--name", "c", "--json"]  # fmt: skip
-    proc = subprocess.Popen(argv, stdin=child_side, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    environ = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}  # where the CLI remembers the answer
+    proc = subprocess.Popen(argv, stdin=child_side, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
     os.close(child_side)
     try:
         os.write(terminal, b"2\n")  # waits in the terminal until the prompt reads it
