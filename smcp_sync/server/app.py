@@ -195,6 +195,7 @@ class SMCPServer:
             self._stopped = True
         if http is not None:
             http.stop_accepting(timeout)
+        self.sio.eio.end()
         self.drop_connections()
         if http is not None:
             stuck = http.join_connections(timeout)

@@ -55,6 +55,7 @@ class StoppableEngineIO(engineio.Server):
     def __init__(self, *args: Any, max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._stopping = threading.Event()
+        self._ended = False
         # whether engineio watches ping timeouts (its service task); untyped there
         self._monitor_clients: bool = getattr(self, "start_service_task")
         self._dropping = False
@@ -80,14 +81,22 @@ class StoppableEngineIO(engineio.Server):
         `drop_all_connections`, which leaves the Server serving) works as before: sleeps
         sleep again (a set event made every later ping thread ping in a loop, ~2,000
         pings a second to each new client), the next connection starts the service task,
-        the next deadline its thread. Idempotent (Engine.IO's own shutdown fails when
-        called twice)."""
+        the next deadline its thread; after `end()` sleeps keep ending at once.
+        Idempotent (Engine.IO's own shutdown fails when called twice)."""
         self.deadlines.shutdown()
-        stopping, self._stopping = self._stopping, threading.Event()
+        stopping = self._stopping
+        if not self._ended:
+            self._stopping = threading.Event()
+            self.start_service_task = self._monitor_clients
         stopping.set()
         if self.service_task_handle is not None:
             super().shutdown()
-        self.start_service_task = self._monitor_clients
+
+    def end(self) -> None:
+        """The Server stops for good (`SMCPServer.stop`): a session a connection thread
+        still opens during the stop gets no ping thread that sleeps on."""
+        self._ended = True
+        self.start_service_task = False
 
     def create_queue(self, *args: Any, **kwargs: Any) -> BacklogQueue:
         """Every Engine.IO socket's outgoing queue (the only queues engineio's server
