@@ -137,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
 def _act(agent: Agent, args: argparse.Namespace, params: dict[str, Any] | None) -> Any:
     if args.action == "tools":
         return agent.get_tools(args.computer, timeout=args.timeout)
-    if args.action == "call":
-        return agent.call_tool(args.computer, args.tool, params, timeout=args.timeout)
+    if args.action == "call":  # large binary items stay handles to show (`blob get` fetches one)
+        return agent.call_tool(args.computer, args.tool, params, timeout=args.timeout, rehydrate=False)
     if args.action == "desktop":
         return agent.get_desktop(args.computer, desktop_size=args.size, window=args.window, timeout=args.timeout)
     if args.action == "finder":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import random
 from pathlib import Path
 from typing import Any, Iterator
@@ -126,3 +127,13 @@ def test_a_long_text_skill_file_arrives_as_a_body_and_a_binary_one_as_a_handle(o
     assert kept.body is None and kept.blob_handle is not None
     logo = agent.get_skill("pc", "guide", "logo.png", timeout=T)
     assert logo.body is None and agent.get_blob("pc", logo.blob_handle) == image_bytes(50_000, 5)
+
+
+def test_the_cli_shows_a_large_image_as_its_handle_not_its_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    from smcp_sync.cli import main
+
+    with serving() as server, connected_computer("pc", [stdio_config("tools")], server.url, "cli", timeout=T):
+        params = json.dumps({"size": SIZE, "seed": 13})
+        assert main(["agent", "--url", server.url, "--office", "cli", "call", "pc", "image", params]) == 0
+    shown = capsys.readouterr().out
+    assert f"{SIZE} bytes" in shown and "a2c_blob_handle" in shown and len(shown) < 2000
