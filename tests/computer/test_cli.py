@@ -59,7 +59,7 @@ def test_serves_the_configured_tools_until_stopped(
     }))
     proc, lines = run_cli(
         "--config", str(config), "--url", server.url, "--office", "o1", "--name", "cli-computer",
-        "--input", "prefix=cli_", "--api-key", "cli-key",
+        "--input", "prefix=cli_", "--api-key", "cli-key", "--allow-all-tools",
     )
     try:
         summary = lines.get(timeout=30)

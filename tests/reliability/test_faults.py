@@ -74,7 +74,7 @@ def test_a_killed_computer_process_leaves_the_office_and_calls_to_it_fail_fast(s
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps(tool_server(env=logs.env)))
     process = subprocess.Popen(
-        [*CLI, "computer", "--config", str(config), "--url", server.url, "--office", OFFICE, "--name", "c1"],
+        [*CLI, "computer", "--config", str(config), "--url", server.url, "--office", OFFICE, "--name", "c1", "--allow-all-tools"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
     )
