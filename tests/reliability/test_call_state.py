@@ -3,7 +3,8 @@ Computer is gone (issue 24: python-socketio kept the ack callback of every timed
 and of every call whose Computer left on another process). Calls across 100 Computers in
 10 offices, from raw websockets (a Computer that never answers needs one), a tenth of them
 left unanswered to time out, and Computers leaving with calls in flight; the Server's
-state is read from its process."""
+state is read from its process. Then the same across two Server processes sharing a
+Redis, the Computers on the other one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import Any
 import websocket
 
 from smcp_sync.protocol import events
+
+from scale_out.parts import redis_server
 
 from .hostile import joined_websocket
 from .parts import wait_until
@@ -167,3 +170,30 @@ def test_no_per_call_state_stays_after_calls_are_answered_time_out_or_lose_their
     finally:
         for peer in peers:
             peer.close()
+
+
+def test_no_per_call_state_stays_for_computers_on_another_server_process(server_process):
+    with redis_server() as redis:
+        options = {"redis_url": redis.url, "tool_call_buffer": 0.0, "max_connections_per_ip": None}
+        callers, hosts = server_process(**options), server_process(**options)
+        peers: list[RawPeer] = []
+        try:
+            agent = Agent(callers.url, "agent", "a", "o")
+            computers = [Computer(hosts.url, "computer", f"c{c}", "o") for c in range(20)]
+            peers += [agent, *computers]
+            for i in range(200):  # a tenth left to time out
+                agent.call(computers[i % 20].name, SHORT_TIMEOUT if i % 10 == 0 else 30.0, silent=i % 10 == 0)
+            agent.wait_answered(200)
+            assert agent.answers == {"ok": 180, "408": 20}
+            state = callers.state()
+            assert state["acks"] == 0 and state["pending"] == 0, state
+            for computer in computers:
+                computer.close()
+            # the Computers' sessions end on the other process: nothing of them stays here
+            wait_until(lambda: callers.state()["ack_tables"] == 0, timeout=30, what="no ack table left")
+            assert callers.state() == {"ack_tables": 0, "acks": 0, "pending": 0, "auth_checks": 0}
+        finally:
+            for peer in peers:
+                peer.close()
+            callers.stop()
+            hosts.stop()
