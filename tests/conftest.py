@@ -34,34 +34,68 @@ LEAK_GRACE_SECONDS = 8.0
 #: all four); `SMCP_ONCE=skip` the tests marked `once`: checks of the repository's tooling
 #: that do not depend on the interpreter (the benchmark scripts, the sdist and wheel, mypy
 #: with setup.cfg's fixed `python_version`) and the full counts of stress tests whose
-#: smaller counts run everywhere; `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`).
-SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES"}
-#: Marked `edges` (paths under tests/): the suites that drive whole processes — our CLI,
-#: the examples, offices under faults and load (one Server, and nodes behind Redis), the
-#: context channels end to end, MCP server supervision. tox runs them on the oldest and
-#: newest interpreters (and `lowest` its share): they cost about 60 % of an environment's
-#: time in child processes, and the library code they reach runs on every interpreter in
-#: the other suites.
-EDGE_SUITES = (
-    "cli/", "examples/", "reliability/", "context_end_to_end/", "test_mcp_servers.py",
-    "computer/test_supervision.py", "computer/test_cli.py", "computer/test_vrl.py",
-    "scale_out/test_faults.py", "scale_out/test_failover.py",
-)  # fmt: skip
+#: smaller counts run everywhere; `SMCP_BRACKETS=skip` the `brackets` suites
+#: (`BRACKET_SUITES`); `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`), and
+#: `SMCP_EDGES=oldest` or `newest` all of them but that share (and its `once` tests run
+#: wherever SMCP_ONCE lets them). Any other value runs them. Interop tests are placed by
+#: SMCP_INTEROP alone: it runs them in one environment already, `once` or not, and the
+#: path-based marks leave them out.
+SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES", "brackets": "SMCP_BRACKETS"}
+#: Marked `edges` (paths under tests/), in two shares of the suites that drive whole
+#: processes: what must hold under faults and load — hostile and broken clients, killed
+#: processes, MCP server supervision, the test MCP servers' crash and cancel paths, nodes
+#: behind a failing Redis (`oldest`); what a user runs and sees — our CLI and the
+#: Computer's, the demo, the examples, the context channels end to end (`newest`). tox
+#: runs each share once, on the oldest or the newest interpreter (and `lowest` what its
+#: paths hold of them): together they cost more than the rest of the suite, in child
+#: processes, and the library code they reach runs on every interpreter in the other
+#: suites. The shares are sized so that py310 and py313 (with the `once` checks) each end
+#: with about half the matrix's time.
+EDGE_SUITES = {
+    "oldest": (
+        "reliability/", "computer/test_supervision.py", "test_mcp_servers.py",
+        "scale_out/test_faults.py", "scale_out/test_failover.py",
+    ),
+    "newest": ("cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py"),
+}  # fmt: skip
+#: Marked `brackets` (paths under tests/): the suites that start MCP server children,
+#: Computers or redis-servers test after test — the Computer, the Agent, Skills, blobs,
+#: scale-out. tox runs them on the oldest and newest interpreters; the middle ones run the
+#: in-process core (protocol, context, the Server, the connection, thread primitives).
+BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/")
 TESTS = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        path = Path(str(item.path)).resolve()
-        if path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix().startswith(EDGE_SUITES):
-            item.add_marker(pytest.mark.edges)
+        _mark_by_path(item)
+        reason = _skip_reason(item)
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _mark_by_path(item: pytest.Item) -> None:
+    path = Path(str(item.path)).resolve()
+    if "interop" in item.keywords or not path.is_relative_to(TESTS):
+        return
+    where = path.relative_to(TESTS).as_posix()
+    for share, suites in EDGE_SUITES.items():
+        if where.startswith(suites):
+            item.add_marker(pytest.mark.edges(share))
+    if where.startswith(BRACKET_SUITES):
+        item.add_marker(pytest.mark.brackets)
+
+
+def _skip_reason(item: pytest.Item) -> str | None:
     for marker, switch in SKIP_SWITCHES.items():
-        if os.environ.get(switch) != "skip":
+        found, value = item.get_closest_marker(marker), os.environ.get(switch)
+        if found is None or (marker == "once" and "interop" in item.keywords):
             continue
-        skip = pytest.mark.skip(reason=f"{switch}=skip: tests marked {marker} run in some tox envs only (tox.ini)")
-        for item in items:
-            if marker in item.keywords:
-                item.add_marker(skip)
+        if value == "skip":
+            return f"{switch}=skip: tests marked {marker} run in some tox envs only (tox.ini)"
+        if marker == "edges" and value in EDGE_SUITES and found.args != (value,) and "once" not in item.keywords:
+            return f"{switch}={value}: this environment runs the {value!r} share of the edges suites (tox.ini)"
+    return None
 
 
 def _threads() -> set[threading.Thread]:
