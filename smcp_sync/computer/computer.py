@@ -484,8 +484,10 @@ class Computer:
         if not self._manager.tools_settled(server, timeout):
             return False
         handled = threading.Event()  # the event thread ran what was posted before it
-        if self._events.submit(handled.set) and not handled.wait(max(0.0, deadline - time.monotonic())):
-            return False
+        on_event_thread = threading.current_thread().name == self._events.name  # a listener's call: cannot wait
+        if not on_event_thread and self._events.submit(handled.set):
+            if not handled.wait(max(0.0, deadline - time.monotonic())):
+                return False
         return self._watch.settle(server, max(0.0, deadline - time.monotonic()))
 
     def _refresh_tools(self) -> None:
