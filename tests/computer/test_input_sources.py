@@ -6,6 +6,7 @@ backend), real MCP servers restarted by `set_input`, a real Server and Agent."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pty
 import queue
@@ -88,9 +89,12 @@ def test_answers_are_remembered_secrets_in_the_keyring_others_in_a_0600_file(tmp
     assert [again.value(i) for i in ("api-token", "user.name", "region")] == ["s3cret", "ann", "us"]
 
 
-def test_without_a_usable_keyring_a_secret_is_not_remembered_anywhere(tmp_path: Path) -> None:
+def test_without_a_usable_keyring_a_secret_is_not_remembered_anywhere(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     import keyring.backends.fail
 
+    caplog.set_level(logging.INFO, logger="smcp_sync")
     before = keyring.get_keyring()
     keyring.set_keyring(keyring.backends.fail.Keyring())
     try:
@@ -101,6 +105,8 @@ def test_without_a_usable_keyring_a_secret_is_not_remembered_anywhere(tmp_path: 
         assert memory.recall(TOKEN) is None
         assert "typed" not in json.dumps(json.loads(memory.values_file.read_text()).get("api-token"))
         assert json.loads(memory.values_file.read_text()) == {"user.name": "typed"}
+        said = [r for r in caplog.records if "keyring" in r.getMessage()]
+        assert [r.levelname for r in said] == ["INFO"]  # expected on such a machine: said once, no warning
     finally:
         keyring.set_keyring(before)
 

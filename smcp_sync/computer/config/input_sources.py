@@ -81,6 +81,7 @@ class InputMemory:
         self.values_file = Path(values_file) if values_file is not None else default_values_file()
         self._service = keyring_service
         self._lock = threading.Lock()
+        self._said_no_keyring = False
 
     def recall(self, item: MCPServerInput) -> Any:
         """The remembered value of `item`, or None."""
@@ -104,12 +105,18 @@ class InputMemory:
     def _keyring_call(self, operation: str, *args: str) -> Any:
         try:
             import keyring  # the optional [keyring] extra
+            from keyring.errors import NoKeyringError
         except ImportError:
             log.debug("no keyring package: password inputs are not remembered")
             return None
         try:
             return getattr(keyring, operation)(self._service, *args)
-        except Exception as exc:  # no usable backend (keyring.errors.*), a locked store...
+        except NoKeyringError:  # a machine without a keyring service: expected, said once
+            if not self._said_no_keyring:
+                self._said_no_keyring = True
+                log.info("no usable keyring backend: password inputs are not remembered")
+            return None
+        except Exception as exc:  # a locked or failing store
             log.warning("keyring %s for input %r failed (%s): not remembered", operation, args[0], type(exc).__name__)
             return None
 
