@@ -41,8 +41,9 @@ logger = logging.getLogger(__name__)
 
 class StoppableEngineIO(engineio.Server):
     """An Engine.IO server whose sleeps return at `shutdown()`, which drops a client that
-    lets more than `max_send_backlog` bytes wait to be sent to it, and can cut any
-    connection (`cut`) so the worker thread it held is free at once.
+    lets more than `max_send_backlog` bytes wait to be sent to it, closes one that sends
+    more than `max_unauthenticated_bytes` before it authenticates (`received`), and can
+    cut any connection (`cut`) so the worker thread it held is free at once.
 
     Private parts of engineio used (same shape from engineio 4.9 to 4.15): the per-server
     driver table `_async`, whose `websocket` entry is replaced (for this instance only) by
