@@ -12,6 +12,7 @@ from typing import Iterator
 import pytest
 from computer.helpers import wait_until
 
+from smcp_sync import Agent
 from smcp_sync.connection import session
 from smcp_sync.connection.rejoin import RejoinPolicy
 from smcp_sync.connection.session import Connection
@@ -80,3 +81,20 @@ def test_a_rejoin_still_refused_is_given_up_and_reported(server, monkeypatch, ca
         assert first.connected and first.office_id is None
         errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
         assert any("could not re-join office 'o'" in message and "attempts" in message for message in errors)
+
+
+def test_an_agent_reports_a_rejoin_given_up(server, monkeypatch) -> None:
+    monkeypatch.setattr(session, "REJOIN", RejoinPolicy(delay=0.1, delay_max=0.2, give_up_after=1.0))
+    failures: list[tuple[str, int]] = []
+    failed = threading.Event()
+    with contextlib.ExitStack() as stack:
+        first = stack.enter_context(Agent("first"))
+        first.on_rejoin_failed(lambda office, error: (failures.append((office, error.code)), failed.set()))
+        with pytest.raises(TypeError):
+            first.on_rejoin_failed("not callable")  # type: ignore[arg-type]
+        first.connect(server.url, timeout=TIMEOUT)
+        first.join_office("o", timeout=TIMEOUT)
+        taken_while_reconnecting(server, stack)
+        assert failed.wait(TIMEOUT)
+        assert failures == [("o", ErrorCode.ROOM_FULL)]
+        assert first.connected and first.office_id is None

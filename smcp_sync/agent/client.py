@@ -272,6 +272,15 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         leaving Computer is already dropped from the caches."""
         self._notifications.on(event_name, callback)
 
+    def on_rejoin_failed(self, callback: Callable[[str, SMCPError], Any]) -> None:
+        """Call `callback(office_id, error)` when the Agent, reconnected after a drop,
+        gives up re-joining its office (refused for good, or still refused after a minute
+        of retries: README, Scale-out); it stays connected, in no office. Runs on a
+        Socket.IO thread: keep it short."""
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+        self._connection.on_rejoin_failed(callback)
+
     def on_cache_update(self, callback: Callable[[str, str, Any], Any]) -> None:
         """Call `callback(kind, computer, value)` each time a cache keeps a new value:
         `kind` is ``"tools"``, ``"desktop"``, ``"finder"`` or ``"skills"``, `value` what the cache now
