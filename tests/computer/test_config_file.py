@@ -157,3 +157,12 @@ def test_env_and_predefined_variables_are_rendered_as_a2c_smcp_renders_them(
     assert computer.call_tool("home__fromenv_echo", {"text": "hi"}, timeout=10).text == "hi"
     assert any("SMCP_TEST_NOT_SET_ANYWHERE is not set" in message for message in caplog.messages)
     assert computer.get_config().servers["home"].server_parameters.args[-1] == "${env:SMCP_TEST_TOOL_PREFIX}_"
+
+
+def test_an_unknown_variable_is_left_as_written_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """a2c-smcp 0.4.2 leaves ${workspaceFolder} (dropped there) as text, silently; we say so."""
+    config = {"name": "x", "type": "stdio", "disabled": True, "server_parameters": {"command": "x", "args": ["${workspaceFolder}/a"]}}
+    computer = Computer("c", [config])
+    assert any("placeholder ${workspaceFolder} is not a variable smcp_sync knows" in m for m in caplog.messages)
+    assert computer.get_config().servers["x"].server_parameters.args == ["${workspaceFolder}/a"]
+    computer.close()
