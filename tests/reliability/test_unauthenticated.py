@@ -17,6 +17,7 @@ import websocket
 from smcp_sync.protocol import events
 
 from .hostile import IO_TIMEOUT, close_all, closed_by_server, engineio_websocket, tcp_connection
+from .parts import wait_until
 from .raw_socket import RawSocket
 
 KEY = "the-right-key"
@@ -46,10 +47,10 @@ def _send_big_text_frame(ws: websocket.WebSocket, size: int) -> int:
 
 
 def test_big_messages_before_authentication_close_the_socket_unread(server_process):
-    server = server_process(key=KEY)
+    server = server_process(key=KEY, ping_interval=2)  # a closed session's ping thread ends at its next ping
     warm = RawSocket(server.url, auth={"token": KEY})  # code paths loaded: the baseline is a working Server
     assert warm.emit(events.JOIN_OFFICE, {"role": "agent", "name": "a1", "office_id": "o1"}) == [True, None]
-    baseline = server.peak_rss()
+    baseline, threads = server.peak_rss(), server.process.num_threads()
     sockets = [engineio_websocket(server.url) for _ in range(8)]
     sent = [0] * len(sockets)
 
@@ -66,6 +67,8 @@ def test_big_messages_before_authentication_close_the_socket_unread(server_proce
         assert all(n < BIG for n in sent), sent  # cut while sending
         grown = server.peak_rss() - baseline
         assert grown < 32 * MiB, f"peak RSS grew by {grown / MiB:.1f} MiB"
+        # the threads that served them end (4 per websocket: werkzeug's, its reader, writer and pinger)
+        wait_until(lambda: server.process.num_threads() <= threads, timeout=REAPED_WITHIN, what="threads back")
         # the authenticated connection may still send big messages (up to max_http_buffer_size)
         big_name = "n" * (2 * MiB)
         answer = warm.emit(events.LIST_ROOM, {"agent": "a1", "req_id": big_name, "office_id": "o1"})
