@@ -51,8 +51,8 @@ from ..protocol.models import (
     SMCPTool,
 )
 from ..threads.serial import Batches, SerialThread
-from .channels.desktop import desktop_channel, get_desktop
-from .channels.finder import FinderPage, finder_channel, get_finder
+from .channels.desktop import DesktopWindows
+from .channels.finder import FinderCatalogue, FinderPage
 from .channels.reads import ResourceRequests
 from .channels.skill_files import SkillResource
 from .channels.skill_watch import SkillFolderWatch
@@ -60,11 +60,8 @@ from .channels.skills import (
     DEFAULT_INLINE_BUDGET,
     DEFAULT_MAX_RESOURCE_SIZE,
     SkillHome,
-    StagedSkill,
+    SkillRegistry,
     UserSkills,
-    current_skills,
-    find_resource,
-    skills_channel,
 )
 from .channels.watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .config.files import check_unique_bundle_ids, load_config
@@ -169,21 +166,22 @@ class Computer:
         # requests for agents must end before the Server stops waiting for the answer
         request_timeout = min(policy.request_timeout, DEFAULT_REQUEST_TIMEOUT - SERVER_TIMEOUT_BUFFER)
         cold_wait = min(policy.cold_wait, request_timeout)
-        self._desktop = desktop_channel(self._manager, request_timeout, cold_wait)
-        self._finder = finder_channel(self._manager, request_timeout, cold_wait)
+        self._desktop = DesktopWindows(self._manager, request_timeout, cold_wait)
+        self._finder = FinderCatalogue(self._manager, request_timeout, cold_wait)
         self._skill_home = SkillHome(skill_home)
-        self._skills = skills_channel(self._manager, self._skill_home, request_timeout, cold_wait)
         self._user_skills = UserSkills(Path(user_skills).expanduser()) if user_skills is not None else None
+        self._skills = SkillRegistry(
+            self._manager, self._skill_home, request_timeout, cold_wait, self._user_skills, skill_max_size
+        )
         self._user_skills_watch = (
             SkillFolderWatch(name, self._user_skills.folder, self._announce, update_debounce)
             if self._user_skills is not None
             else None
         )
-        self._skill_max_size = skill_max_size
         #: Text files of skills up to this many bytes are answered inline, others as blobs.
         self.skill_inline_budget = skill_inline_budget
-        channels = (self._desktop, self._finder)
-        watched = (*channels, self._skills)
+        channels = (self._desktop.channel, self._finder.channel)
+        watched = (*channels, self._skills.channel)
         self._watch = ResourceWatch(name, self._manager, watched, self._announce, request_timeout, update_debounce)
         self._resources = ResourceRequests(self._manager, self._watch, channels, request_timeout)
         self._listeners: list[ServerListener] = []
@@ -319,7 +317,7 @@ class Computer:
         all). `window` fetches that one window (its exact listed URI) and nothing else."""
         self._require_started()
         servers = self._watch.current_servers()
-        return get_desktop(self._desktop, servers, self._history.records(), desktop_size, window)
+        return self._desktop.windows(servers, self._history.records(), desktop_size, window)
 
     def finder(
         self,
@@ -333,23 +331,20 @@ class Computer:
         most `ServerPolicy.cold_wait` for them)."""
         self._require_started()
         servers = self._watch.current_servers()
-        return get_finder(self._finder, servers, self._history.records(), keywords, file_type, offset, limit)
+        return self._finder.page(servers, self._history.records(), keywords, file_type, offset, limit)
 
     def skills(self) -> list[A2CSkillRef]:
         """The skills an Agent may use now (spec-0.3/skill.md): the MCP servers' (running
         ones only) in configuration order, then the user's."""
         self._require_started()
-        return [skill.ref for skill in self._current_skills()]
+        return [skill.ref for skill in self._skills.current(self._watch.current_servers())]
 
     def skill_resource(self, name: str, rel_path: str | None = None) -> SkillResource:
         """File `rel_path` (default SKILL.md, its front matter stripped) of skill `name`:
         4016 for a malformed name, 4014 for an unknown one, 4017 for a path outside the
         package, a forbidden or missing file, or one over `skill_max_size`."""
         self._require_started()
-        return find_resource(self._current_skills(), name, rel_path, self._skill_max_size, self._watch.current_servers)
-
-    def _current_skills(self) -> list[StagedSkill]:
-        return current_skills(self._skills, self._watch.current_servers(), self._user_skills)
+        return self._skills.resource(name, rel_path, self._watch.current_servers)
 
     def read_resource(self, uri: str, mcp_server: str | None = None) -> list[ResourceContents]:
         """Read `uri` on the MCP server that lists its host (`dpe://`, `window://`), or on
@@ -447,7 +442,7 @@ class Computer:
         cannot be shown, unknown config fields, tool-name clashes, servers restarting
         (with the reason), windows, documents and skills left out or still being read."""
         _, notes = self._manager.public_configs()
-        channels = [*self._desktop.diagnostics(), *self._finder.diagnostics(), *self._skills.diagnostics()]
+        channels = [line for owner in (self._desktop, self._finder, self._skills) for line in owner.channel.diagnostics()]
         return [*notes, *self._catalog.diagnostics, *channels]
 
     def add_listener(self, listener: ServerListener) -> None:

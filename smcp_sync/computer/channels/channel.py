@@ -2,7 +2,7 @@
 for the Desktop, `dpe://` for the Finder), the values read from them, and which MCP
 server owns a URI host.
 
-Desktop, Finder and Skills are one mechanism (docs/ARCHITECTURE.md, Threads); a channel is parameterised by
+Desktop, Finder and Skills are one mechanism (docs/ARCHITECTURE.md, Layers); a channel is parameterised by
 its scheme, by which listed resources are its entries (every `window://` and `dpe://`
 one; only the package roots among `skill://` ones), by how one becomes a value (a
 window's contents, a document's Level 1 summary, a staged SKILL package) and by the
@@ -235,6 +235,21 @@ class ResourceChannel(Generic[V]):
         finally:
             announce = self.cache.finish(server, batch.generation, batch.uris)
         return WarmStep(worked=True, announce=announce)
+
+    def details(self, server: str) -> Mapping[str, Any]:
+        """What the channel's survey noted of each of `server`'s entries, by URI."""
+        return self.cache.details(server)
+
+    def listed_uris(self, server: str) -> tuple[str, ...]:
+        return self.cache.uris(server)
+
+    def changed(self, server: str, uri: str) -> None:
+        """`uri` of `server` changed: its value is read again (`UriCache.invalidate`)."""
+        self.cache.invalidate(server, uri)
+
+    def forget(self, server: str) -> bool:
+        """`server` is gone: drop what it listed; True when the channel showed any of it."""
+        return self.cache.forget(server)
 
     def owner_of(self, host: str, servers: Sequence[str]) -> str | None:
         """The first of `servers` (configuration order) that lists a URI on `host`; a host

@@ -25,39 +25,43 @@ from .window_layout import WindowLayout, WindowLayouts
 WindowContents = tuple[ResourceContents, ...]
 
 
-def desktop_channel(manager: ServerManager, timeout: float, wait: float) -> ResourceChannel[WindowContents]:
-    """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
-    return ResourceChannel(
-        "desktop",
-        SCHEME,
-        events.UPDATE_DESKTOP,
-        read=lambda server, uris: manager.read_resources(server, uris, timeout),
-        check=parse_window_uri,  # a window the organiser would drop is not worth a read
-        value_of=lambda server, contents: tuple(contents),
-        wait=wait,
-        survey=WindowLayouts().survey,
-    )
+class DesktopWindows:
+    """The Desktop: the `window://` channel of the MCP servers' windows, and the desktop an
+    Agent is shown of them."""
 
-
-def get_desktop(
-    channel: ResourceChannel[WindowContents],
-    servers: Sequence[str],
-    history: Reversible[CallRecord],
-    size: int | None = None,
-    window: str | None = None,
-) -> list[Desktop]:
-    """The rendered desktop: at most `size` windows (None: all; <= 0: none). `window` asks
-    for that one window only (the exact URI its server lists; unlisted: an empty desktop)."""
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
-        raise BadRequestError(
-            f"desktop_size must be an integer or null, got {size!r}", details={"field": "desktop_size"}
+    def __init__(self, manager: ServerManager, timeout: float, wait: float) -> None:
+        """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
+        self.channel: ResourceChannel[WindowContents] = ResourceChannel(
+            "desktop",
+            SCHEME,
+            events.UPDATE_DESKTOP,
+            read=lambda server, uris: manager.read_resources(server, uris, timeout),
+            check=parse_window_uri,  # a window the organiser would drop is not worth a read
+            value_of=lambda server, contents: tuple(contents),
+            wait=wait,
+            survey=WindowLayouts().survey,
         )
-    if window is not None:
-        parse_window_uri(window)  # 400 naming the broken rule
-    if size is not None and size <= 0:
-        return []
-    windows = [_window(entry) for entry in channel.entries(servers, window).entries]
-    return organize_desktop(windows, size, history)
+
+    def windows(
+        self,
+        servers: Sequence[str],
+        history: Reversible[CallRecord],
+        size: int | None = None,
+        window: str | None = None,
+    ) -> list[Desktop]:
+        """The rendered desktop: at most `size` windows (None: all; <= 0: none). `window`
+        asks for that one window only (the exact URI its server lists; unlisted: an empty
+        desktop)."""
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise BadRequestError(
+                f"desktop_size must be an integer or null, got {size!r}", details={"field": "desktop_size"}
+            )
+        if window is not None:
+            parse_window_uri(window)  # 400 naming the broken rule
+        if size is not None and size <= 0:
+            return []
+        windows = [_window(entry) for entry in self.channel.entries(servers, window).entries]
+        return organize_desktop(windows, size, history)
 
 
 def _window(entry: Entry) -> Window:

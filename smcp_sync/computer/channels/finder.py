@@ -50,18 +50,38 @@ class FinderPage:
     complete: bool = True
 
 
-def finder_channel(manager: ServerManager, timeout: float, wait: float) -> ResourceChannel[CatalogueEntry]:
-    """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
-    return ResourceChannel(
-        "finder",
-        SCHEME,
-        events.UPDATE_FINDER,
-        read=lambda server, uris: manager.read_resources(server, uris, timeout),
-        check=_check_document_uri,
-        value_of=lambda server, contents: catalogue_entry(document_summary(server, contents)),
-        wait=wait,
-        watcher=FinderIndex(),
-    )
+class FinderCatalogue:
+    """The Finder: the `dpe://` channel of document summaries, kept in catalogue order by
+    its `FinderIndex`, and the pages of it an Agent asks for."""
+
+    def __init__(self, manager: ServerManager, timeout: float, wait: float) -> None:
+        """`timeout`: per MCP request; `wait`: how long a reader waits for the warm-up."""
+        self.index = FinderIndex()
+        self.channel: ResourceChannel[CatalogueEntry] = ResourceChannel(
+            "finder",
+            SCHEME,
+            events.UPDATE_FINDER,
+            read=lambda server, uris: manager.read_resources(server, uris, timeout),
+            check=_check_document_uri,
+            value_of=lambda server, contents: catalogue_entry(document_summary(server, contents)),
+            wait=wait,
+            watcher=self.index,
+        )
+
+    def page(
+        self,
+        servers: Sequence[str],
+        history: Reversible[CallRecord],
+        keywords: Sequence[str] | None = None,
+        file_type: str | None = None,
+        offset: int = 0,
+        limit: int = DEFAULT_FINDER_LIMIT,
+    ) -> FinderPage:
+        """One page of the catalogue; paging is checked before anything is read or waited for."""
+        check_page(offset, limit)
+        settled = self.channel.settle(servers, stale_ok=True)
+        found, total_count = self.index.page(servers, history, keywords, file_type, offset, limit, settled.read_now)
+        return FinderPage(documents=found, total_count=total_count, complete=settled.complete)
 
 
 def _check_document_uri(uri: str) -> None:
@@ -79,22 +99,3 @@ def document_summary(server: str, contents: Sequence[ResourceContents]) -> DPEDo
     except ValueError as exc:
         raise BadRequestError(f"its Level 1 answer is not JSON: {exc}") from None
     return from_wire(DPEDocument, data).to_summary(server)
-
-
-def get_finder(
-    channel: ResourceChannel[CatalogueEntry],
-    servers: Sequence[str],
-    history: Reversible[CallRecord],
-    keywords: Sequence[str] | None = None,
-    file_type: str | None = None,
-    offset: int = 0,
-    limit: int = DEFAULT_FINDER_LIMIT,
-) -> FinderPage:
-    """One page of the catalogue, from the channel's `FinderIndex`; paging is checked
-    before anything is read or waited for."""
-    check_page(offset, limit)
-    index = channel.watcher
-    assert isinstance(index, FinderIndex), "a Finder channel is made by finder_channel"
-    settled = channel.settle(servers, stale_ok=True)
-    page, total_count = index.page(servers, history, keywords, file_type, offset, limit, settled.read_now)
-    return FinderPage(documents=page, total_count=total_count, complete=settled.complete)

@@ -2,7 +2,7 @@
 SKILL packages, the local user's packages, and what an Agent gets for `client:get_skills`
 and `client:get_skill`.
 
-Skills are the third instance of the resource-channel mechanism (docs/ARCHITECTURE.md, Threads): the same
+Skills are the third instance of the resource-channel mechanism (docs/ARCHITECTURE.md, Layers): the same
 listing, change detection, warm-up and debounced `server:update_skills` as the Desktop
 and the Finder. What differs is what a listed resource becomes: among a server's
 `skill://` resources the package roots are those declaring ``_meta.source`` (§3) and not
@@ -84,29 +84,6 @@ class StagedSkill:
     ref: A2CSkillRef
     root: Path
     server: str | None = None
-
-
-def skills_channel(
-    manager: ServerManager, home: SkillHome, timeout: float, wait: float
-) -> ResourceChannel[StagedSkill]:
-    """`timeout`: per MCP request, and for the whole of an archive's download; `wait`: how
-    long a reader waits for the warm-up. Packages are staged on a warm-up lane of their own
-    (an archive download must not hold up the Desktop's and the Finder's warm-up), and
-    `halt` aborts the downloads under way."""
-    stager = Stager(manager, home, timeout)
-    channel: ResourceChannel[StagedSkill] = ResourceChannel(
-        "skills",
-        SCHEME,
-        events.UPDATE_SKILLS,
-        read=lambda server, uris: stager.stage(server, uris, channel.cache.details(server)),
-        check=lambda uri: None,
-        value_of=lambda server, staged: staged,
-        wait=wait,
-        survey=package_roots,
-        warm_lane="skills",
-        on_halt=stager.halt,
-    )
-    return channel
 
 
 def package_roots(server: str, resources: Sequence[Resource]) -> dict[str, PackageRoot]:
@@ -362,42 +339,72 @@ class UserSkills:
             log.warning("user skills: %s", message)
 
 
-def current_skills(
-    channel: ResourceChannel[StagedSkill], servers: Sequence[str], user: UserSkills | None
-) -> list[StagedSkill]:
-    """Every skill an Agent may use now, in discovery order (servers in configuration
-    order, then the user's); of two with one name the first is kept (§1.5, logged)."""
-    found: dict[str, StagedSkill] = {}
-    staged = [entry.value for entry in channel.entries(servers).entries]
-    for skill in [*staged, *(user.scan() if user is not None else ())]:
-        if skill.ref.name in found:
-            first = found[skill.ref.name].ref.source
-            log.error("skill %s of %s is left out: one of %s has that name already", skill.ref.name, skill.ref.source, first)
-            continue
-        found[skill.ref.name] = skill
-    return list(found.values())
+class SkillRegistry:
+    """The Skills: the `skill://` channel of the MCP servers' packages, staged; the user's
+    packages; and what `client:get_skills` / `client:get_skill` answer of them."""
 
+    def __init__(
+        self,
+        manager: ServerManager,
+        home: SkillHome,
+        timeout: float,
+        wait: float,
+        user: UserSkills | None,
+        max_size: int,
+    ) -> None:
+        """`timeout`: per MCP request, and for the whole of an archive's download; `wait`:
+        how long a reader waits for the warm-up; `max_size`: the most bytes of one resource
+        (over it, 4017 too_large). Packages are staged on a warm-up lane of their own (an
+        archive download must not hold up the Desktop's and the Finder's warm-up), and
+        `halt` aborts the downloads under way."""
+        self._stager = Stager(manager, home, timeout)
+        self._user = user
+        self._max_size = max_size
+        self.channel: ResourceChannel[StagedSkill] = ResourceChannel(
+            "skills",
+            SCHEME,
+            events.UPDATE_SKILLS,
+            read=self._stage,
+            check=lambda uri: None,
+            value_of=lambda server, staged: staged,
+            wait=wait,
+            survey=package_roots,
+            warm_lane="skills",
+            on_halt=self._stager.halt,
+        )
 
-def find_resource(
-    skills: Sequence[StagedSkill],
-    name: Any,
-    rel_path: str | None,
-    max_size: int,
-    current_servers: Callable[[], Sequence[str]],
-) -> SkillResource:
-    """Resource `rel_path` (default SKILL.md) of the skill `name`: 4016 for a name the
-    lexer refuses, 4014 for one not among `skills`, 4017 for a `rel_path` it may not read.
-    An MCP server's skill is readable only while that server is among `current_servers()`:
-    once it stops the skill is orphaned (§5) and a blob handle for it no longer reads."""
-    check_skill_name(name)
-    skill = next((s for s in skills if s.ref.name == name), None)
-    if skill is None:
-        raise MCPServerNotFoundError(f"no skill named {name!r} on this Computer", details={"name": name})
-    resource = skill_resource(skill.root, DEFAULT_SKILL_FILE if rel_path is None else rel_path, max_size)
-    server = skill.server
-    if server is None:
-        return resource
-    return resource.readable_while(lambda: server in current_servers())
+    def current(self, servers: Sequence[str]) -> list[StagedSkill]:
+        """Every skill an Agent may use now, in discovery order (`servers` in configuration
+        order, then the user's); of two with one name the first is kept (§1.5, logged)."""
+        found: dict[str, StagedSkill] = {}
+        staged = [entry.value for entry in self.channel.entries(servers).entries]
+        for skill in [*staged, *(self._user.scan() if self._user is not None else ())]:
+            if skill.ref.name in found:
+                first = found[skill.ref.name].ref.source
+                left_out = (skill.ref.name, skill.ref.source, first)
+                log.error("skill %s of %s is left out: one of %s has that name already", *left_out)
+                continue
+            found[skill.ref.name] = skill
+        return list(found.values())
+
+    def resource(self, name: Any, rel_path: str | None, current_servers: Callable[[], Sequence[str]]) -> SkillResource:
+        """Resource `rel_path` (default SKILL.md) of the skill `name`: 4016 for a name the
+        lexer refuses, 4014 for one not among the current skills, 4017 for a `rel_path` it
+        may not read. An MCP server's skill is readable only while that server is among
+        `current_servers()`: once it stops the skill is orphaned (§5) and a blob handle for
+        it no longer reads."""
+        check_skill_name(name)
+        skill = next((s for s in self.current(current_servers()) if s.ref.name == name), None)
+        if skill is None:
+            raise MCPServerNotFoundError(f"no skill named {name!r} on this Computer", details={"name": name})
+        resource = skill_resource(skill.root, DEFAULT_SKILL_FILE if rel_path is None else rel_path, self._max_size)
+        server = skill.server
+        if server is None:
+            return resource
+        return resource.readable_while(lambda: server in current_servers())
+
+    def _stage(self, server: str, uris: Sequence[str]) -> list[StagedSkill | SMCPError]:
+        return self._stager.stage(server, uris, self.channel.details(server))
 
 
 def _path_of(uri: str) -> str:

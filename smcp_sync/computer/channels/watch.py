@@ -139,7 +139,7 @@ class ResourceWatch:
     def _updated(self, server: str, uri: str) -> None:
         for channel in self._channels:
             if channel.accepts(uri):
-                channel.cache.invalidate(server, uri)
+                channel.changed(server, uri)
                 self._debouncer.trigger(channel)
                 self._warmer.wake(channel, server)
 
@@ -179,7 +179,7 @@ class ResourceWatch:
         can_subscribe = status.capabilities is not None and status.capabilities.resources_subscribe
         for channel in self._channels:
             if channel.listed(server, status.generation, resources, subscribable=can_subscribe):
-                count = len(channel.cache.uris(server))
+                count = len(channel.listed_uris(server))
                 log.info("%s: MCP server %r lists %d %s:// URIs now", channel.name, server, count, channel.scheme)
                 self._debouncer.trigger(channel)
             else:
@@ -203,7 +203,7 @@ class ResourceWatch:
     def _forget(self, server: str) -> None:
         self._known.pop(server, None)
         for channel in self._channels:
-            if channel.cache.forget(server):
+            if channel.forget(server):
                 self._debouncer.trigger(channel)
 
     def _lock_for(self, server: str) -> threading.Lock:
