@@ -36,7 +36,7 @@ LEAK_GRACE_SECONDS = 8.0
 #: with setup.cfg's fixed `python_version`) and the full counts of stress tests whose
 #: smaller counts run everywhere; `SMCP_BRACKETS=skip` the `brackets` suites
 #: (`BRACKET_SUITES`); `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`), and
-#: `SMCP_EDGES=oldest` or `newest` all of them but that share (and its `once` tests run
+#: `SMCP_EDGES=oldest` or `newest` the other share (but for its `once` tests, which run
 #: wherever SMCP_ONCE lets them). Any other value runs them. Interop tests are placed by
 #: SMCP_INTEROP alone: it runs them in one environment already, `once` or not, and the
 #: path-based marks leave them out.
@@ -48,9 +48,9 @@ SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_
 #: Computer's, the demo, the examples, the context channels end to end (`newest`). tox
 #: runs each share once, on the oldest or the newest interpreter (and `lowest` what its
 #: paths hold of them): together they cost more than the rest of the suite, in child
-#: processes, and the library code they reach runs on every interpreter in the other
-#: suites. The shares are sized so that py310 and py313 (with the `once` checks) each end
-#: with about half the matrix's time.
+#: processes, and the library code they reach is tested on both interpreters by the other
+#: suites. The shares are sized so that py310 and py313 (with the `once` checks) take
+#: about the same time.
 EDGE_SUITES = {
     "oldest": (
         "reliability/", "computer/test_supervision.py", "test_mcp_servers.py",
