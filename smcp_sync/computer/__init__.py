@@ -6,8 +6,10 @@ from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory
 from .config.inputs import InputError
+from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
 from .config.redaction import REDACTED
 from .mcp.manager import MCPServerError, ServerManager
+from .mcp.oauth import OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
 from .mcp.status import (
     ComputerNotRunningError,
@@ -26,10 +28,14 @@ __all__ = [
     "ComputerConfig",
     "ComputerNotRunningError",
     "ConfigError",
+    "FileTokenStore",
     "FinderPage",
     "InputError",
     "InputMemory",
+    "KeyringTokenStore",
     "MCPServerError",
+    "OAuthAuthorizationError",
+    "OAuthTokenStore",
     "PendingToolCall",
     "REDACTED",
     "ServerCapabilities",

@@ -67,9 +67,11 @@ from .channels.watch import DEFAULT_DEBOUNCE, ResourceWatch
 from .config.files import check_unique_bundle_ids, load_config
 from .config.input_sources import InputMemory
 from .config.inputs import AskInput, InputResolver
+from .config.oauth_store import OAuthTokenStore
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
 from .mcp.manager import ServerManager
+from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
 from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
@@ -81,6 +83,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds `start()` waits for the MCP servers' first connection attempts by default.
 DEFAULT_START_TIMEOUT = 30.0
+#: Seconds `authorize()` waits for the user by default.
+DEFAULT_AUTHORIZE_TIMEOUT = 300.0
 
 ServerListener = Callable[[ServerEvent], None]
 #: Called with the `server:update_*` event name each time the Computer announces a change.
@@ -136,6 +140,7 @@ class Computer:
         landing_folder: str | os.PathLike[str] | None = None,
         upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
         upload_idle_timeout: float = DEFAULT_UPLOAD_IDLE_TIMEOUT,
+        oauth_store: OAuthTokenStore | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -150,6 +155,7 @@ class Computer:
             server_events.post,
             InputResolver(definitions, input_values, input_resolver, memory=input_memory),
             policy,
+            oauth_store,
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -419,6 +425,27 @@ class Computer:
         self._refresh_tools()
         return status
 
+    def authorize(
+        self,
+        bundle_id: str,
+        open_url: OpenUrl | None = None,
+        *,
+        timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
+        redirect_uri: str | None = None,
+    ) -> ServerStatus:
+        """Authorize this Computer at an MCP server with an ``oauth`` block (README, "OAuth
+        for remote MCP servers"): blocks until the user has granted it (the tokens are then
+        stored and the server reconnected, if started) or `timeout` seconds pass.
+
+        `open_url(url)` shows the authorization URL to the user (default: the web browser).
+        The redirect comes back to a listener on 127.0.0.1 (an ephemeral port); or give the
+        `redirect_uri` the host receives itself, and return the URL the user was sent to
+        from `open_url`. Raises `OAuthAuthorizationError` (4007) when it is refused or the
+        flow fails, TimeoutError after `timeout`."""
+        status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri)
+        self._refresh_tools()
+        return status
+
     def set_input(self, input_id: str, value: Any, timeout: float = DEFAULT_START_TIMEOUT) -> list[str]:
         """Give input `input_id` a new value now: each MCP server whose config uses it is
         configured again with it (restarted if it was running; waits up to `timeout` for
@@ -502,6 +529,15 @@ class Computer:
                 listener(event)
             except Exception:
                 log.exception("update listener %r failed on %s", listener, event)
+
+
+def _open_in_browser(url: str) -> None:
+    """`authorize`'s default `open_url`: the user's web browser (the redirect comes back
+    to the loopback listener)."""
+    import webbrowser
+
+    if not webbrowser.open(url):
+        log.warning("no web browser to open the authorization URL; pass authorize() an open_url")
 
 
 def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:

@@ -89,13 +89,28 @@ def test_the_bundle_id_vectors_configs_load_under_their_expected_bundle_id(vecto
     assert list(shown.servers) == [vector["expected_bundle_id"]]
 
 
-def test_oauth_is_refused_saying_why_and_a_null_one_is_accepted() -> None:
+def test_the_oauth_block_is_accepted_for_http_servers_and_what_smcp_sync_cannot_run_is_refused_saying_why() -> None:
     web = {"name": "web", "type": "streamable", "server_parameters": {"url": "http://127.0.0.1:9/mcp"}}
-    with pytest.raises(ConfigError) as refused:
-        Computer("c", [{**web, "oauth": {"client_id": "x"}}])
-    assert refused.value.message.startswith("MCP server 'web': field 'oauth' is not supported: smcp_sync runs no OAuth")
-    assert refused.value.details == {"field": "oauth", "mcp_server": "web"}
+    dynamic = {"scopes": ["read"], "clientName": "app", "mode": {"type": "authorizationCode", "registration": "dynamic"}}
+    assert Computer("c", [{**web, "oauth": dynamic}]).get_config().servers["web"].oauth.scopes == ["read"]
     assert Computer("c", [{**web, "oauth": None}]).diagnostics() == []
+    refusals = [
+        ({**web, "type": "stdio", "server_parameters": {"command": "x"}, "oauth": dynamic}, "oauth", "sse and streamable"),
+        ({**web, "oauth": {"mode": {"type": "clientCredentialsSecret", "clientId": "x"}}}, "oauth.mode", "authorization code"),
+        ({**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "preregistered"}}}, "oauth.mode.clientId", "pre-registered"),
+        ({**web, "oauth": {**dynamic, "resource": "https://elsewhere/"}}, "oauth.resource", "protected resource metadata"),
+        (
+            {**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "preregistered", "clientId": "x", "clientSecretInput": "s"}}},
+            "oauth.mode.clientSecretInput",
+            "public client",
+        ),
+    ]
+    for config, field, why in refusals:
+        with pytest.raises(ConfigError) as refused:
+            Computer("c", [config])
+        assert refused.value.message.startswith(f"MCP server 'web': field {field!r} is not supported: ")
+        assert why in refused.value.message
+        assert refused.value.details == {"field": field, "mcp_server": "web"}
 
 
 def test_an_unknown_field_is_reported_by_path_and_the_rest_loads() -> None:

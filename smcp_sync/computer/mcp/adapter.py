@@ -1,4 +1,5 @@
-"""The one module that imports the `mcp` SDK (docs/ARCHITECTURE.md, Library facts): connect, talk, convert.
+"""The one module that imports the `mcp` SDK (docs/ARCHITECTURE.md, Library facts): connect, talk, convert
+(`oauth` holds the SDK's OAuth client, which this module only receives as an `httpx2.Auth`).
 
 Everything crossing this boundary is converted: tools become `ServerTool`, results our
 `CallToolResult`, resources our `Resource` / `ResourceContents`, completions our
@@ -105,8 +106,10 @@ async def open_session(
     on_notification: OnNotification,
     stderr_tail: StderrTail,
     init_timeout: float,
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[McpSession]:
-    """Connect to the server of `config` and yield an initialized session.
+    """Connect to the server of `config` and yield an initialized session (an HTTP one
+    through `auth`, if given: `oauth.session_auth`).
 
     Must be entered and exited by the same task (anyio cancel scopes).
     """
@@ -116,7 +119,7 @@ async def open_session(
         if kind is not None:
             on_notification(kind, uri)
 
-    async with _transport(config, stderr_tail) as (read_stream, write_stream):
+    async with _transport(config, stderr_tail, auth) as (read_stream, write_stream):
         watched = _EofWatchedStream(read_stream, lambda: on_notification("closed", None))
         session = ClientSession(
             watched,
@@ -225,7 +228,7 @@ def describe_failure(exc: BaseException) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncIterator[Any]:
+async def _transport(config: MCPServerConfig, stderr_tail: StderrTail, auth: httpx2.Auth | None) -> AsyncIterator[Any]:
     if isinstance(config, StdioServerConfig):
         params = config.server_parameters
         # the envFile is read at each spawn (a restart sees its edits), off the loop
@@ -246,7 +249,11 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncI
     elif isinstance(config, SseServerConfig):
         sse = config.server_parameters
         async with sse_client(
-            sse.url, headers=_headers(sse.headers), timeout=sse.timeout, sse_read_timeout=sse.sse_read_timeout
+            sse.url,
+            headers=_headers(sse.headers),
+            timeout=sse.timeout,
+            sse_read_timeout=sse.sse_read_timeout,
+            auth=auth,
         ) as streams:
             yield streams
     else:
@@ -254,7 +261,9 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail) -> AsyncI
         timeout = httpx2.Timeout(streamable.timeout, read=streamable.sse_read_timeout)
         # AuthStatusTransport: a 401/403 to a tools/call keeps its status (upstream_auth).
         transport = AuthStatusTransport(httpx2.AsyncHTTPTransport())
-        async with httpx2.AsyncClient(headers=_headers(streamable.headers), timeout=timeout, transport=transport) as http:
+        async with httpx2.AsyncClient(
+            headers=_headers(streamable.headers), timeout=timeout, transport=transport, auth=auth
+        ) as http:
             async with streamable_http_client(
                 streamable.url, http_client=http, terminate_on_close=streamable.terminate_on_close
             ) as streams:

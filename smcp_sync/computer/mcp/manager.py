@@ -54,6 +54,7 @@ from ..config.env_file import check_env_file
 from ..config.fields import refuse_unsupported, unknown_fields
 from ..config.files import server_bundle_id
 from ..config.inputs import InputResolver, placeholders
+from ..config.oauth_store import OAuthTokenStore, default_token_store
 from ..config.redaction import public_server_config
 from ..config.variables import render_variables
 from ..config.vrl import VrlScript, compile_script
@@ -67,6 +68,7 @@ from .adapter import (
     McpSession,
 )
 from .bridge import BridgeClosedError, EventLoopThread
+from .oauth import OpenUrl, authorize
 from .policy import ServerPolicy
 from .server_connection import ServerConnection, ServerUnavailable
 from .status import ServerEvent, ServerState, ServerStatus
@@ -118,8 +120,10 @@ class ServerManager:
         publish: Callable[[ServerEvent], None],
         inputs: InputResolver,
         policy: ServerPolicy,
+        oauth_store: OAuthTokenStore | None = None,
     ) -> None:
         self._bridge = bridge
+        self._oauth_store = oauth_store
         self._publish = publish
         self.inputs = inputs
         self._policy = policy
@@ -143,13 +147,15 @@ class ServerManager:
         model = evolve(parsed, bundle_id=bundle_id)
         script = compile_script(model.vrl, bundle_id)
         check_env_file(model)
+        if getattr(model, "oauth", None) is not None:
+            self.oauth_store()  # made here, off the loop (a keyring backend is looked up)
         for unknown in unknown_fields(raw):
             log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
             old = self._connection_or_none(bundle_id)
             if old is not None:
                 self._stop(old)
-            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, self.oauth_store)
             with self._data:
                 self._raw[bundle_id] = raw
                 self._connections[bundle_id] = connection
@@ -210,6 +216,22 @@ class ServerManager:
         with self._admin:
             self._stop(self._connection(name))
             return self.start(name, timeout)
+
+    def oauth_store(self) -> OAuthTokenStore:
+        """The store of OAuth credentials (the default one is made on first use)."""
+        with self._data:
+            if self._oauth_store is None:
+                self._oauth_store = default_token_store()
+            return self._oauth_store
+
+    def authorize(self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None) -> ServerStatus:
+        """Run the OAuth flow for one server (`oauth.authorize`), then reconnect it if it is started."""
+        config = self._connection(name).config
+        flow = authorize(config, self.oauth_store(), open_url, redirect_uri, timeout, self._policy.request_timeout)
+        self._bridge.run(flow, timeout + WAIT_GRACE)
+        with self._admin:
+            connection = self._connection(name)
+            return self.restart(name, timeout) if connection.active else connection.status
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import anyio
 import attrs
 
 from ...protocol.models import CallToolResult, MCPServerConfig, StdioServerConfig
+from ..config.oauth_store import OAuthTokenStore
 from .adapter import (
     McpConnectionLost,
     McpRequestFailed,
@@ -27,9 +28,11 @@ from .adapter import (
     describe_failure,
     open_session,
 )
+from .oauth import session_auth
 from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail
+from .upstream_auth import connection_authorization_code
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,8 @@ T = TypeVar("T")
 
 #: Starts a long-lived task on the loop: `spawn(function, name)` (the bridge's).
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, Any]], str], None]
+#: The OAuth credential store, made when a server with an `oauth` block first needs it.
+StoreFactory = Callable[[], OAuthTokenStore]
 
 
 class ServerUnavailable(Exception):
@@ -52,7 +57,12 @@ class ServerUnavailable(Exception):
 
 class ServerConnection:
     def __init__(
-        self, config: MCPServerConfig, policy: ServerPolicy, publish: Callable[[ServerEvent], None], spawn: Spawn
+        self,
+        config: MCPServerConfig,
+        policy: ServerPolicy,
+        publish: Callable[[ServerEvent], None],
+        spawn: Spawn,
+        oauth_store: StoreFactory,
     ) -> None:
         assert config.bundle_id is not None, "the manager resolves the bundle_id before connecting"
         self.config = config
@@ -61,6 +71,7 @@ class ServerConnection:
         self._policy = policy
         self._publish = publish
         self._spawn = spawn
+        self._oauth_store = oauth_store
         state = ServerState.DISABLED if config.disabled else ServerState.STOPPED
         self.status = ServerStatus(name=config.name, bundle_id=self.bundle_id, state=state)
         self._stderr = StderrTail(self.bundle_id)
@@ -192,11 +203,13 @@ class ServerConnection:
         """Connect, serve until the connection dies, and say why it ended."""
         self._stderr.lines.clear()  # "its last stderr lines" are this attempt's only
         try:
+            oauth = getattr(self.config, "oauth", None)
             async with open_session(
                 self.config,
                 on_notification=self._on_notification,
                 stderr_tail=self._stderr,
                 init_timeout=self._policy.init_timeout,
+                auth=session_auth(self.config, self._oauth_store()) if oauth is not None else None,
             ) as session:
                 with anyio.fail_after(self._policy.init_timeout):
                     tools = await session.list_tools() if session.capabilities.tools else ()
@@ -209,6 +222,7 @@ class ServerConnection:
                     server_info=session.server_info,
                     error=None,
                     generation=self.status.generation + 1,
+                    authorization_code=None,
                 )
                 log.info(
                     "MCP server %r is %s (%s, %d tools)",
@@ -226,6 +240,7 @@ class ServerConnection:
                     self._session = None
                     self._wake_tools_waiters()
         except Exception as exc:
+            self._set_status(authorization_code=connection_authorization_code(exc))
             return describe_failure(exc)
 
     async def _serve(self, session: McpSession) -> str:

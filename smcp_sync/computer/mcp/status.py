@@ -66,6 +66,9 @@ class ServerStatus:
     error: str | None = None
     #: Successful connections so far; a new value means a new session (resubscribe!).
     generation: int = 0
+    #: Its last connection attempt was refused for want of authorization (401 / 403):
+    #: tool calls answer 4006 / 4007 until it connects (README, "OAuth for remote MCP servers").
+    authorization_code: int | None = None
 
     @property
     def running(self) -> bool:

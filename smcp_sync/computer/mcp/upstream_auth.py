@@ -16,11 +16,15 @@ with or without ``WWW-Authenticate``), 403 -> 4007 (authorized, but not enough).
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import httpx2
 
 from ...protocol.errors import ErrorCode
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
 
 #: Where the HTTP status goes in the synthesized JSON-RPC error's `data`.
 HTTP_STATUS_KEY = "a2c_http_status"
@@ -63,6 +67,17 @@ def authorization_code(data: Any) -> int | None:
     status = data.get(HTTP_STATUS_KEY) if isinstance(data, dict) else None
     code = _CODE_BY_STATUS.get(status) if isinstance(status, int) else None
     return int(code) if code is not None else None
+
+
+def connection_authorization_code(exc: BaseException) -> int | None:
+    """4006 / 4007 when a connection attempt failed for want of authorization: its
+    initialize refused with 401 / 403 (streamable), or the SSE stream's GET refused."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.HTTPStatusError):
+        code = _CODE_BY_STATUS.get(exc.response.status_code)
+        return int(code) if code is not None else None
+    return authorization_code(getattr(exc, "data", None))
 
 
 def _jsonrpc_request_id(request: httpx2.Request) -> Any:

@@ -11,8 +11,9 @@ relayed as is), or a failure the Computer detected, with `meta.error_code`:
 * 4005 the confirm callback refused (or failed), or there is none: a tool whose
   `auto_apply` is not true never runs unconfirmed (as in a2c-smcp 0.4.2); `allow_all`
   is the explicit way to run every tool;
-* 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), with
-  `meta.mcp_server` and a non-secret `meta.auth_hint`.
+* 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), or
+  refused its last connection so (an OAuth server not authorized yet: then a name with its
+  ``{bundle_id}__`` prefix is enough), with `meta.mcp_server` and a non-secret `meta.auth_hint`.
 
 A result the MCP server returned goes through its `vrl` script, if it has one (`vrl`).
 
@@ -159,11 +160,13 @@ class ToolCaller:
             future.cancel()
             return _timed_out(route.exposed, timeout)
         except ServerUnavailable as exc:
+            if exc.status.authorization_code is not None:
+                return _unauthorized(route.server, route.exposed, exc.status.error or str(exc), exc.status.authorization_code)
             return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
         except McpFailure as exc:
             code = authorization_code(exc.data)
             if code is not None:
-                return _unauthorized(route, exc, code)
+                return _unauthorized(route.server, route.exposed, exc.message, code)
             return CallToolResult.failure(
                 ErrorCode.TOOL_EXECUTION_FAILED,
                 f"tool {route.exposed!r} failed on MCP server {route.server!r}: {exc.message}",
@@ -210,6 +213,9 @@ def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolRe
 
 def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...]) -> CallToolResult:
     """The failure for a `name` with no route (`exposed`: what `catalog.resolve` made of it)."""
+    server = catalog.unavailable.get(exposed) if isinstance(exposed, str) else catalog.unauthorized_server(name)
+    if server is not None and server in catalog.unauthorized:
+        return _unauthorized(server, cut_short(name), "its last connection was refused", catalog.unauthorized[server])
     if isinstance(exposed, tuple):
         if exposed:
             listed = ", ".join(repr(candidate) for candidate in exposed)
@@ -233,13 +239,13 @@ def _timed_out(name: str, timeout: float) -> CallToolResult:
     )
 
 
-def _unauthorized(route: ToolRoute, failure: McpFailure, code: int) -> CallToolResult:
+def _unauthorized(server: str, tool: str, reason: str, code: int) -> CallToolResult:
     """4006 / 4007: the MCP server refused the call for want of authorization (the
     user must act where the Computer runs; nothing secret goes to the Agent)."""
     needs = "needs an authorization" if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED else "was refused with its authorization"
-    message = f"tool {route.exposed!r} {needs} on MCP server {route.server!r}: {failure.message}"
-    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {route.server!r} on the Computer, then retry"}
-    return CallToolResult.failure(code, message, mcp_server=route.server, auth_hint=hint)
+    message = f"tool {tool!r} {needs} on MCP server {server!r}: {reason}"
+    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {server!r} on the Computer, then retry"}
+    return CallToolResult.failure(code, message, mcp_server=server, auth_hint=hint)
 
 
 def _cancelled(name: str) -> CallToolResult:

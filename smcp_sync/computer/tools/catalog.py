@@ -57,7 +57,14 @@ class ToolCatalog:
     unavailable: Mapping[str, str] = attrs.field(factory=dict)
     #: Bare tool names (the alias, else the MCP name) -> the exposed names that end in them.
     bare: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: Servers whose last connection was refused for want of authorization -> 4006 / 4007.
+    unauthorized: Mapping[str, int] = attrs.field(factory=dict)
     diagnostics: tuple[str, ...] = ()
+
+    def unauthorized_server(self, name: str) -> str | None:
+        """The unauthorized server `name` belongs to, by its ``{bundle_id}__`` prefix (its
+        tools are not listed before it connects)."""
+        return next((server for server in self.unauthorized if name.startswith(f"{server}__")), None)
 
     def resolve(self, name: str) -> str | tuple[str, ...]:
         """The exposed name `name` stands for: itself if it is one, else the one exposed
@@ -76,8 +83,11 @@ def build_catalog(servers: Sequence[tuple[MCPServerConfig, ServerStatus]]) -> To
     unavailable: dict[str, str] = {}
     bare: dict[str, list[str]] = {}
     diagnostics: list[str] = []
+    unauthorized: dict[str, int] = {}
     for config, status in servers:
         bundle_id = status.bundle_id
+        if status.authorization_code is not None and status.state is not ServerState.RUNNING:
+            unauthorized[bundle_id] = status.authorization_code
         if status.state is ServerState.RESTARTING:
             diagnostics.append(f"MCP server {bundle_id!r} is restarting: {status.error or 'unknown reason'}")
         if status.state not in _CLAIMING:
@@ -104,6 +114,7 @@ def build_catalog(servers: Sequence[tuple[MCPServerConfig, ServerStatus]]) -> To
         forbidden=forbidden,
         unavailable=unavailable,
         bare={name: tuple(exposed) for name, exposed in bare.items()},
+        unauthorized=unauthorized,
         diagnostics=tuple(diagnostics),
     )
 

@@ -24,6 +24,7 @@ from .config import (
     SseServerParameters,
     StdioServerConfig,
     StdioServerParameters,
+    OAuthOptions,
     StreamableHttpServerConfig,
     StreamableHttpServerParameters,
 )
@@ -189,6 +190,7 @@ __all__ = [
     "SseServerParameters",
     "StdioServerConfig",
     "StdioServerParameters",
+    "OAuthOptions",
     "StreamableHttpServerConfig",
     "StreamableHttpServerParameters",
     "TextContent",

@@ -48,6 +48,20 @@ class StreamableHttpServerParameters:
 
 
 @wire_model
+class OAuthOptions:
+    """The ``oauth`` block of an sse / streamable server, as a2c-smcp 0.4.2 writes it
+    (camelCase); `mode` is checked when the server is configured (README, "OAuth for
+    remote MCP servers")."""
+
+    #: ``{"type": "authorizationCode", "registration": "dynamic"}`` or a pre-registered client.
+    mode: dict[str, Any]
+    #: The RFC 8707 resource: refused when set (`config.fields`), the SDK takes the server's.
+    resource: str | None = None
+    scopes: list[str] = empty_list()
+    client_name: str | None = field(default=None, wire="clientName", aliases=("client_name",))
+
+
+@wire_model
 class _ServerConfigBase:
     """Fields every MCP server config has, whatever its transport."""
 
@@ -77,12 +91,16 @@ class StdioServerConfig(_ServerConfigBase):
 class SseServerConfig(_ServerConfigBase):
     server_parameters: SseServerParameters
     type: Literal["sse"] = "sse"
+    #: OAuth 2.1 through the `mcp` SDK's client (README, "OAuth for remote MCP servers").
+    oauth: OAuthOptions | None = None
 
 
 @wire_model
 class StreamableHttpServerConfig(_ServerConfigBase):
     server_parameters: StreamableHttpServerParameters
     type: Literal["streamable"] = "streamable"
+    #: OAuth 2.1 through the `mcp` SDK's client (README, "OAuth for remote MCP servers").
+    oauth: OAuthOptions | None = None
 
 
 MCPServerConfig = Union[StdioServerConfig, SseServerConfig, StreamableHttpServerConfig]
