@@ -234,8 +234,9 @@ class RedisRegistry(OfficeRegistry):
 
     def session(self, sid: str) -> Session | None:
         """This node's sessions from memory; one of another node as `find` last saw it
-        (the routing hot path asks right after a find), unless it was seen ending since;
-        any other from Redis."""
+        (the routing hot path asks right after a find), unless it was heard ending since;
+        any other from Redis. (An end heard just before the find's answer is missed: a
+        call to it then ends in its 408, not a 404 at once.)"""
         with self._lock:
             known = self._local.get(sid) or self._found.get(sid)
             if known is not None or sid in self._ended:
@@ -286,9 +287,9 @@ class RedisRegistry(OfficeRegistry):
         if not raw:
             return None
         found = _decode(raw)
-        with self._lock:
-            if found.sid not in self._ended:  # its end may have been heard while Redis answered
-                _remember(self._found, found.sid, found)
+        with self._lock:  # Redis has it live: also one heard ending when its node was purged, then came back
+            self._ended.pop(found.sid, None)
+            _remember(self._found, found.sid, found)
         return found
 
     def members(self, office_id: str) -> list[Session]:

@@ -124,6 +124,7 @@ class World:
         self.temp: Connection | None = stack.enter_context(computer(urls[1], OFFICES[0], "temp"))
         self.intruders = [self._agent(url, None, "intruder") for url in urls]
         self.other_notes = Notes.of_agent(self._agent(other_url, OFFICES[0], "other-deployment"))
+        self.broken = ""
         self.sampler = AgentsPerOffice(redis.url)
         stack.callback(self.sampler.close)
 
@@ -154,18 +155,23 @@ class World:
 
     def whole(self) -> bool:
         """Every office lists exactly its members, each Computer answers from every node,
-        the mover only from its current office."""
+        the mover only from its current office (else `broken` says what is not so)."""
         for agent, office in zip(self.agents, OFFICES):
             try:
                 listed = {(s.role, s.name) for s in agent.list_room(timeout=2.0)}
-            except SMCPError:
+            except SMCPError as exc:
+                self.broken = f"{office}: list_room failed: {exc}"
                 return False
             if listed != self.expected(office):
+                self.broken = f"{office} lists {sorted(listed)}, not {sorted(self.expected(office))}"
                 return False
             computers = [name for role, name in self.expected(office) if role == "computer"]
-            if any(answer_of(agent, name) != name for name in computers):
-                return False
-            if office != self.mover_office and answer_of(agent, "mover") != ErrorCode.NOT_FOUND:
+            answers = {name: answer_of(agent, name) for name in computers}
+            if office != self.mover_office:
+                answers["mover"] = answer_of(agent, "mover")
+            wanted = {name: name for name in computers} | ({} if office == self.mover_office else {"mover": ErrorCode.NOT_FOUND})
+            if answers != wanted:
+                self.broken = f"{office} answered {answers}, not {wanted}"
                 return False
         return True
 
@@ -175,7 +181,10 @@ class World:
         return {entry for entry in listed if entry[1] not in ("mover", "temp")}
 
     def check(self, what: str) -> None:
-        wait_until(self.whole, CONVERGE, f"offices whole after {what}")
+        try:
+            wait_until(self.whole, CONVERGE, f"offices whole after {what}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {self.broken}") from None
         for intruder, office in zip(self.intruders, OFFICES):
             with pytest.raises(SMCPError) as refused:
                 intruder.join_office(office, timeout=TIMEOUT)

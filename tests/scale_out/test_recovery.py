@@ -224,3 +224,18 @@ def test_a_member_found_on_another_node_is_known_without_a_round_trip_until_it_e
         assert a.drop_session("pc-sid") is not None
         wait_until(lambda: b.session("pc-sid") is None, 10.0, "the end heard")
         assert b.find("o", "computer", "pc") is None
+
+
+def test_a_member_purged_with_its_node_and_written_back_is_found_and_known_again() -> None:
+    """A node declared dead (its heartbeat expired: a long stall) comes back: its
+    members, announced gone, are written back, and routing reaches them again."""
+    with redis_server() as redis, node(redis.url) as (a, _), node(redis.url) as (b, b_told):
+        joined(a, "pc-sid", "computer", "pc", "o")
+        assert b.find("o", "computer", "pc") is not None
+        redis.command("DEL", a.prefix + f"alive:{a.incarnation}")  # as when its TTL runs out
+        b.beat()  # purges a's members, announces them gone
+        assert [m.sid for m in b_told.purged] == ["pc-sid"]
+        wait_until(lambda: b.session("pc-sid") is None, 10.0, "the end heard")
+        a.beat()  # a sees it was declared dead: a new incarnation writes pc back
+        assert b.find("o", "computer", "pc") is not None
+        assert b.session("pc-sid") is not None
