@@ -1,5 +1,5 @@
 """OAuth for remote MCP servers (README, "OAuth for remote MCP servers"), with real parts: a
-streamable HTTP MCP server protected by the `mcp` SDK's server auth support, and the
+streamable HTTP (and an SSE) MCP server protected by the `mcp` SDK's server auth support, and the
 tests' own authorization server (authorization_server.py); the user's browser is an HTTP
 client following the authorization URL. One of each per module; the scenario runs in order.
 """
@@ -173,6 +173,22 @@ def test_a_preregistered_client_with_a_redirect_the_host_receives_itself(
         assert host.authorize("locked", web_view, timeout=30, redirect_uri="myapp://oauth").running
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
     assert len(issuer.clients) == registrations  # no dynamic registration
+
+
+def test_an_sse_server_the_same_way(provider: tuple[AuthorizationServer, str], tmp_path: Path, no_leaks: None) -> None:
+    issuer, _ = provider
+    proc, url = start_http_server(OAUTH_SERVER, "--transport", "sse", "--issuer", issuer.url)
+    try:
+        config = http_config("locked", "sse", url, oauth=OAUTH)
+        with Computer("c", [config], policy=FAST, confirm=allow_all, oauth_store=FileTokenStore(tmp_path)) as host:
+            host.start()
+            assert_authorization_needed(host.call_tool("locked__echo", {"text": "hi"}, timeout=20))
+            assert host.authorize("locked", Browser(), timeout=30).running
+            assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+            issuer.revoke_everything()
+            assert_authorization_needed(host.call_tool("locked__echo", {"text": "hi"}, timeout=20))
+    finally:
+        stop(proc)
 
 
 def test_the_default_store_is_the_keyring_when_one_is_usable_else_files_under_the_config_dir(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""The test tool server over streamable HTTP as an OAuth-protected resource, built from the
+"""The test tool server over streamable HTTP or SSE as an OAuth-protected resource, built from the
 `mcp` SDK's server auth support: its bearer middleware, protected resource metadata, and
 a token verifier asking the authorization server (RFC 7662 introspection), so that a token
 revoked there is refused here at once.
 
-    python oauth_server.py --issuer http://127.0.0.1:<as-port> [--scope tools] [--transport streamable] [--port 0]
+    python oauth_server.py --issuer http://127.0.0.1:<as-port> [--scope tools] [--transport streamable|sse] [--port 0]
 
-Prints ``PORT=<n>`` once serving (``_serve``); the MCP endpoint is ``/mcp``.
+Prints ``PORT=<n>`` once serving (``_serve``); the MCP endpoint is ``/mcp`` (SSE: ``/sse``,
+wired here as the SDK wires its streamable app: the SDK has no SSE app with auth).
 """
 
 from __future__ import annotations
@@ -17,11 +18,19 @@ import sys
 import warnings
 
 import httpx2
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.sse import SseServerTransport
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Mount, Route
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _serve import HOST, STREAMABLE_PATH, _run_http  # noqa: E402
+from _serve import _LOCAL_ONLY, HOST, SSE_MESSAGE_PATH, SSE_PATH, STREAMABLE_PATH, _run_http  # noqa: E402
 from tool_server import ToolServer  # noqa: E402
 
 
@@ -44,6 +53,30 @@ class IntrospectingVerifier:
         )
 
 
+def _sse_app(server: ToolServer, settings: AuthSettings, verifier: IntrospectingVerifier) -> Starlette:
+    sse = SseServerTransport(SSE_MESSAGE_PATH, security_settings=_LOCAL_ONLY)
+
+    class SseEndpoint:
+        async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+            async with sse.connect_sse(scope, receive, send) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    assert settings.resource_server_url is not None
+    scopes = settings.required_scopes or []
+    metadata = build_resource_metadata_url(settings.resource_server_url)
+    return Starlette(
+        routes=[
+            Route(SSE_PATH, endpoint=RequireAuthMiddleware(SseEndpoint(), scopes, metadata), methods=["GET"]),
+            Mount(SSE_MESSAGE_PATH, app=RequireAuthMiddleware(sse.handle_post_message, scopes, metadata)),
+            *create_protected_resource_routes(settings.resource_server_url, [settings.issuer_url], scopes),
+        ],
+        middleware=[
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthContextMiddleware),
+        ],
+    )
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
@@ -55,23 +88,27 @@ def main() -> None:
     parser.add_argument("--issuer", required=True)
     parser.add_argument("--scope", default="tools")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--transport", choices=("streamable",), default="streamable")
+    parser.add_argument("--transport", choices=("streamable", "sse"), default="streamable")
     args = parser.parse_args()
     port = args.port or _free_port()  # the resource URL names the port before the bind
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # validate_token_resource's 3.0 notice
         settings = AuthSettings(
             issuer_url=args.issuer,
-            resource_server_url=f"http://{HOST}:{port}{STREAMABLE_PATH}",
+            resource_server_url=f"http://{HOST}:{port}{SSE_PATH if args.transport == 'sse' else STREAMABLE_PATH}",
             required_scopes=[args.scope],
             validate_token_resource=False,
         )
     server = ToolServer("oauth-protected", "", 0)
+    verifier = IntrospectingVerifier(args.issuer)
+    if args.transport == "sse":
+        _run_http(_sse_app(server, settings, verifier), port)
+        return
     app = server.streamable_http_app(
         streamable_http_path=STREAMABLE_PATH,
         host=HOST,
         auth=settings,
-        token_verifier=IntrospectingVerifier(args.issuer),
+        token_verifier=verifier,
     )
     _run_http(app, port)
 

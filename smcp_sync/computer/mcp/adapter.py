@@ -32,6 +32,7 @@ from mcp.client.stdio import StdioServerParameters as SdkStdioParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from ..._version import __version__
 from ...protocol.codec import from_wire
@@ -63,6 +64,9 @@ T = TypeVar("T")
 
 #: A list (tools, resources) longer than this many pages is a misbehaving server.
 MAX_PAGES = 1000
+#: Refused SSE requests waiting for the session to read their errors (more are dropped:
+#: their calls time out).
+_MAX_REFUSALS = 64
 
 NotificationKind = Literal["tools_changed", "resources_list_changed", "resource_updated", "transport_fault", "closed"]
 #: Called on the loop for each server notification; must not block.
@@ -248,14 +252,29 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail, auth: htt
                 yield streams
     elif isinstance(config, SseServerConfig):
         sse = config.server_parameters
+        refusals_in, refusals = anyio.create_memory_object_stream[Any](_MAX_REFUSALS)
+
+        def refused(message: dict[str, Any]) -> None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
+                refusals_in.send_nowait(SessionMessage(mcp_types.JSONRPCError.model_validate(message)))
+
+        def client(
+            headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+        ) -> httpx2.AsyncClient:
+            # AuthStatusTransport: a refused POST's error goes to the session (upstream_auth)
+            transport = AuthStatusTransport(httpx2.AsyncHTTPTransport(), refused)
+            return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, transport=transport)
+
         async with sse_client(
             sse.url,
             headers=_headers(sse.headers),
             timeout=sse.timeout,
             sse_read_timeout=sse.sse_read_timeout,
             auth=auth,
-        ) as streams:
-            yield streams
+            httpx_client_factory=client,
+        ) as (read_stream, write_stream):
+            async with _merged(read_stream, refusals_in, refusals) as merged:
+                yield merged, write_stream
     else:
         streamable = config.server_parameters
         timeout = httpx2.Timeout(streamable.timeout, read=streamable.sse_read_timeout)
@@ -268,6 +287,28 @@ async def _transport(config: MCPServerConfig, stderr_tail: StderrTail, auth: htt
                 streamable.url, http_client=http, terminate_on_close=streamable.terminate_on_close
             ) as streams:
                 yield streams
+
+
+@contextlib.asynccontextmanager
+async def _merged(stream: Any, extra_in: Any, extra: Any) -> AsyncIterator[Any]:
+    """What `stream` and `extra` receive, on one stream that ends when `stream` does."""
+    merged_in, merged = anyio.create_memory_object_stream[Any](0)
+
+    async def forward(source: Any, sink: Any, then: Callable[[], None]) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async with sink:
+                async for item in source:
+                    await sink.send(item)
+        then()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward, stream, merged_in.clone(), extra_in.close)
+        group.start_soon(forward, extra, merged_in.clone(), lambda: None)
+        merged_in.close()
+        try:
+            yield merged
+        finally:
+            group.cancel_scope.cancel()
 
 
 def _headers(headers: dict[str, Any] | None) -> dict[str, str] | None:

@@ -9,6 +9,12 @@ HTTP client and turns such a response into a JSON-RPC error for that same reques
 carries the status in its `data` (`HTTP_STATUS_KEY`), so the call fails at once, with
 the status, through the SDK's ordinary error path; `authorization_code` reads it back.
 
+The SSE client is worse off: its POSTs answer nothing (the answer comes on the event
+stream), and a refused POST ends its writer, so the call would wait for its timeout and
+every later message be lost. Given `on_refused`, the transport hands the same JSON-RPC
+error to it (the adapter puts it on the session's read stream) and answers the POST with
+``202 Accepted``, so the writer goes on.
+
 Mapping (the spec's decision table): 401 -> 4006 (authorization missing or invalid,
 with or without ``WWW-Authenticate``), 403 -> 4007 (authorized, but not enough).
 """
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import httpx2
 
@@ -37,8 +43,11 @@ class AuthStatusTransport(httpx2.AsyncBaseTransport):
     """`inner`, with a 401 / 403 answer to a JSON-RPC request rewritten as a JSON-RPC
     error for that request naming the status (module doc). Other answers pass unchanged."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncBaseTransport, on_refused: Callable[[dict[str, Any]], None] | None = None
+    ) -> None:
         self._inner = inner
+        self._on_refused = on_refused
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
@@ -53,7 +62,11 @@ class AuthStatusTransport(httpx2.AsyncBaseTransport):
         if challenge:
             data["www_authenticate"] = challenge[:200]
         error = {"code": _INTERNAL_ERROR, "message": f"HTTP {response.status_code} from the MCP server", "data": data}
-        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        message = {"jsonrpc": "2.0", "id": request_id, "error": error}
+        if self._on_refused is not None:
+            self._on_refused(message)
+            return httpx2.Response(202, request=request)
+        body = json.dumps(message).encode()
         return httpx2.Response(
             response.status_code, headers={"content-type": "application/json"}, content=body, request=request
         )
