@@ -4,10 +4,11 @@
 Two uses of `mcp.client.auth.OAuthClientProvider`, both over the server's credentials in
 an `OAuthTokenStore` (`StoredCredentials`):
 
-* `session_auth`, under every connection: adds the token, refreshes it before it expires
-  (the SDK's refresh), but never starts an interactive authorization: a 401 (or a 403
-  asking for more scope) goes back to the session as it is, so the call fails at once
-  with 4006 / 4007 (`upstream_auth`) instead of waiting for a person nobody asked;
+* `session_auth`, under every connection: adds the token, refreshes it once expired
+  before a request would carry it (the SDK's refresh), but never starts an interactive
+  authorization: a 401 (or a 403 asking for more scope) goes back to the session as it
+  is, so the call fails at once with 4006 / 4007 (`upstream_auth`) instead of waiting
+  for a person nobody asked;
 * `authorize`, when the host asks (`Computer.authorize`): the SDK's whole flow
   (discovery, dynamic client registration, PKCE, code exchange) with the authorization
   URL handed to the host's `open_url`, and the code coming back to a loopback listener
