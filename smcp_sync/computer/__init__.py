@@ -8,7 +8,8 @@ from .config.input_sources import InputMemory
 from .config.inputs import InputError
 from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
 from .config.redaction import REDACTED
-from .mcp.manager import MCPServerError, ServerManager
+from .mcp.failures import MCPServerError
+from .mcp.manager import ServerManager
 from .mcp.oauth import OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
 from .mcp.status import (

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...protocol.dpe_uri import DPEURI, parse_dpe_uri
 from ...protocol.dpe_uri import SCHEME as DPE_SCHEME
+from ...protocol.dpe_uri import parse_dpe_uri
 from ...protocol.errors import BadRequestError, ErrorCode, NotFoundError, SMCPError, cut_short
 from ...protocol.models import (
     A2CResource,
@@ -32,22 +32,11 @@ from ...protocol.models import (
     ResourceContents,
 )
 from ...protocol.models.resources import a2c_resource
-from ..mcp.adapter import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ..mcp.failures import dpe_not_found
 from ..mcp.manager import ServerManager
 from .channel import ResourceChannel, scheme_and_host
 from .exposure import names_a_secret, secret_refused
 from .watch import ResourceWatch
-
-#: An MCP server's "no such resource" (-32602 in revisions after 2025-11-25); a `dpe://`
-#: URI it is given has passed our checks, so invalid params can only mean that.
-_NOT_FOUND_CODES = (RESOURCE_NOT_FOUND, INVALID_PARAMS)
-
-_NOT_FOUND_BY_LEVEL = {
-    0: ErrorCode.DOCUMENT_NOT_FOUND,
-    1: ErrorCode.DOCUMENT_NOT_FOUND,
-    2: ErrorCode.PAGE_OUT_OF_RANGE,
-    3: ErrorCode.ELEMENT_NOT_FOUND,
-}
 
 
 class ResourceRequests:
@@ -74,9 +63,9 @@ class ResourceRequests:
         try:
             return self._manager.read_resource(server, uri, self._timeout)
         except SMCPError as exc:
-            if dpe is not None and exc.details.get("mcp_code") in _NOT_FOUND_CODES:
-                raise _not_found(uri, dpe, exc) from None
-            raise
+            if dpe is None:
+                raise
+            raise dpe_not_found(uri, dpe, exc) from None
 
     def page(self, mcp_server: str, cursor: str | None = None) -> tuple[list[A2CResource], str | None]:
         """One page of `mcp_server`'s `resources/list` (its bundle_id) as `A2CResource`s,
@@ -121,10 +110,3 @@ class ResourceRequests:
         if channel.scheme == DPE_SCHEME:
             raise SMCPError.for_code(ErrorCode.DOCUMENT_NOT_FOUND, message, {"uri": cut_short(uri)})
         raise NotFoundError(message, details={"uri": cut_short(uri)})
-
-
-def _not_found(text: str, uri: DPEURI, exc: SMCPError) -> SMCPError:
-    """The Finder error for a "resource not found" answer to reading `uri`."""
-    address = {"doc_ref": uri.doc_ref, "page_index": uri.page_index, "element_id": uri.element_id}
-    details = {**exc.details, "uri": text, **{k: v for k, v in address.items() if v is not None}}
-    return SMCPError.for_code(_NOT_FOUND_BY_LEVEL[uri.level], exc.message, details)

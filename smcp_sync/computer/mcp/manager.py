@@ -9,12 +9,8 @@ snapshots.
 The resource primitives (`list_resources`, `read_resource`, `subscribe_resource`,
 `complete`) are the seam for Desktop and Finder: they raise `SMCPError`s. An unknown
 server is 4014, a server that did not declare the capability a request needs 4015
-(spec-0.3/error-handling.md). MCP server errors are `MCPServerError` (500) carrying the
-JSON-RPC code, except a server's refusal of the request (unknown resource or method,
-invalid params: 404 / 400, the JSON-RPC code in ``details["mcp_code"]``) and the Finder
-errors 4201–4204 a server reports (as its JSON-RPC code, or by the convention of
-`smcp_sync/demo/servers/finder_errors.py`: ``data.smcp_code`` or a ``[42xx] `` message
-prefix), which keep their code and the server's message and details.
+(spec-0.3/error-handling.md); how an MCP server's own failure becomes a code is
+`failures.request_error`'s (the one place for that).
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import logging
-import re
 import threading
 from typing import Any, Awaitable, Callable, Mapping, Sequence, TypeVar
 
@@ -32,11 +27,8 @@ from ...protocol.codec import from_wire, to_wire
 from ...protocol.errors import (
     BadRequestError,
     CapabilityNotSupportedError,
-    ErrorCode,
-    InternalError,
     MCPServerNotFoundError,
     SMCPError,
-    SMCPTimeoutError,
     cut_short,
 )
 from ...protocol.models import (
@@ -59,18 +51,15 @@ from ..config.redaction import public_server_config
 from ..config.variables import render_variables
 from ..config.vrl import VrlScript, compile_script
 from .adapter import (
-    INVALID_PARAMS,
     MAX_PAGES,
-    METHOD_NOT_FOUND,
-    RESOURCE_NOT_FOUND,
-    McpFailure,
     McpRequestFailed,
     McpSession,
 )
 from .bridge import BridgeClosedError, EventLoopThread
+from .failures import REQUEST_FAILURES, request_error
 from .oauth import OpenUrl, authorize
 from .policy import ServerPolicy
-from .server_connection import ServerConnection, ServerUnavailable
+from .server_connection import ServerConnection
 from .status import ServerEvent, ServerState, ServerStatus
 
 log = logging.getLogger(__name__)
@@ -81,37 +70,9 @@ T = TypeVar("T")
 #: enforces the timeout; this only guards against a stuck loop).
 WAIT_GRACE = 2.0
 
-#: The SMCP codes an MCP server may report for itself; any other code it claims (an
-#: office or auth error, say) is not its to give, and stays an MCP server error.
-_REPORTABLE_CODES = frozenset(
-    {ErrorCode.DOCUMENT_NOT_FOUND, ErrorCode.PAGE_OUT_OF_RANGE, ErrorCode.ELEMENT_NOT_FOUND, ErrorCode.INVALID_DPE_URI}
-)
-_CODE_PREFIX = re.compile(r"^\[(\d{4})\] ?")
-
-#: An MCP server refusing a request, not failing it: the caller asked for something that
-#: is not there or asked it wrongly, so it gets a 4xx (with ``mcp_code`` in the details).
-_REFUSALS = {
-    INVALID_PARAMS: ErrorCode.BAD_REQUEST,
-    METHOD_NOT_FOUND: ErrorCode.NOT_FOUND,
-    RESOURCE_NOT_FOUND: ErrorCode.NOT_FOUND,
-}
-
 #: Requests of one `request_each` in flight at once on one MCP server: enough to hide the
 #: round-trip latency, few enough not to flood a server (or its stdio pipe).
 BATCH_CONCURRENCY = 16
-
-#: How a request to an MCP server fails (each becomes an `SMCPError`, `_request_error`).
-_REQUEST_FAILURES = (ServerUnavailable, TimeoutError, McpFailure)
-
-
-class MCPServerError(InternalError):
-    """An MCP server could not serve a request (down, or it answered with an error)."""
-
-    @property
-    def mcp_code(self) -> int | None:
-        """The MCP server's JSON-RPC error code, when it answered with one."""
-        return self.details.get("mcp_code")
-
 
 class ServerManager:
     def __init__(
@@ -356,8 +317,8 @@ class ServerManager:
         connection = self._connection(server)
         try:
             return self._bridge.run(connection.request(operation, timeout), timeout + WAIT_GRACE)
-        except _REQUEST_FAILURES as exc:
-            raise _request_error(server, exc, what, timeout) from None
+        except REQUEST_FAILURES as exc:
+            raise request_error(server, exc, what, timeout) from None
 
     def request_each(
         self, server: str, operations: Sequence[tuple[Callable[[McpSession], Awaitable[T]], str]], timeout: float
@@ -372,11 +333,11 @@ class ServerManager:
         requests = [functools.partial(connection.request, operation, timeout) for operation, _ in operations]
         rounds = -(-len(requests) // BATCH_CONCURRENCY)
         try:
-            outcomes = self._bridge.run(_each_bounded(requests, _REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
+            outcomes = self._bridge.run(_each_bounded(requests, REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
         except TimeoutError as exc:
             outcomes = [exc] * len(requests)
         return [
-            _request_error(server, outcome, what, timeout) if isinstance(outcome, BaseException) else outcome
+            request_error(server, outcome, what, timeout) if isinstance(outcome, BaseException) else outcome
             for outcome, (_, what) in zip(outcomes, operations)
         ]
 
@@ -418,53 +379,12 @@ class ServerManager:
             self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
 
 
-def _request_error(server: str, exc: BaseException, what: str, timeout: float) -> SMCPError:
-    """The `SMCPError` for one of `_REQUEST_FAILURES` of a request to `server`."""
-    details: dict[str, Any] = {"mcp_server": server}
-    if isinstance(exc, ServerUnavailable):
-        return MCPServerError(str(exc), details={**details, "state": exc.status.state.value})
-    if isinstance(exc, TimeoutError):
-        return SMCPTimeoutError(f"MCP server {server!r} did not answer {what} within {timeout:g}s", details=details)
-    assert isinstance(exc, McpFailure)
-    reported = _reported_error(exc, details)
-    if reported is not None:
-        return reported
-    if exc.code is not None:
-        details["mcp_code"] = exc.code
-    message = f"MCP server {server!r}: {cut_short(exc.message, 400)}"
-    refused_as = _REFUSALS.get(exc.code) if exc.code is not None else None
-    if refused_as is not None:
-        return SMCPError.for_code(refused_as, message, details)
-    return MCPServerError(message, details=details)
-
-
 def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:
     return lambda session: session.read_resource(uri)
 
 
 def _subscriber(uri: str) -> Callable[[McpSession], Awaitable[None]]:
     return lambda session: session.subscribe_resource(uri)
-
-
-def _reported_error(failure: McpFailure, details: dict[str, Any]) -> SMCPError | None:
-    """The Finder error the MCP server reported, with its message and details and our
-    `details` added; None if it reported none. The code is ``data.smcp_code`` (our
-    convention), else the JSON-RPC code itself (the Finder guide's "MCP Server → Computer
-    → Server → Agent" chain: a server raising code 4202), else a ``[42xx] `` prefix of
-    the message. The details are ``data.details``, or the rest of ``data``."""
-    message = failure.server_message
-    if message is None:
-        return None
-    data = failure.data if isinstance(failure.data, Mapping) else {}
-    prefix = _CODE_PREFIX.match(message)
-    code = data.get("smcp_code")
-    if isinstance(code, bool) or not isinstance(code, int):
-        code = failure.code if failure.code in _REPORTABLE_CODES else int(prefix.group(1)) if prefix else None
-    if code not in _REPORTABLE_CODES:
-        return None
-    reported = data.get("details", {key: value for key, value in data.items() if key != "smcp_code"})
-    merged = {**(reported if isinstance(reported, Mapping) else {}), **details}
-    return SMCPError.for_code(code, message[prefix.end() :] if prefix else message, merged)
 
 
 async def _gather(coros: Any) -> None:

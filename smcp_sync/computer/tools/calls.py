@@ -43,9 +43,9 @@ from ...protocol.errors import ErrorCode, NotFoundError, cut_short
 from ...protocol.models import A2C_TOOL_META, CallToolResult, ToolMeta
 from ...protocol.models._fields import as_dict, evolve
 from ..mcp.adapter import McpFailure
+from ..mcp.failures import tool_call_failure, unauthorized
 from ..mcp.manager import WAIT_GRACE, ServerManager
 from ..mcp.server_connection import ServerUnavailable
-from ..mcp.upstream_auth import authorization_code
 from .catalog import ToolCatalog, ToolRoute
 from .history import ToolCallHistory, ToolCallRecord
 from .inflight import InFlightCalls
@@ -159,18 +159,8 @@ class ToolCaller:
         except (TimeoutError, concurrent.futures.TimeoutError):
             future.cancel()
             return _timed_out(route.exposed, timeout)
-        except ServerUnavailable as exc:
-            if exc.status.authorization_code is not None:
-                return _unauthorized(route.server, route.exposed, exc.status.error or str(exc), exc.status.authorization_code)
-            return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
-        except McpFailure as exc:
-            code = authorization_code(exc.data)
-            if code is not None:
-                return _unauthorized(route.server, route.exposed, exc.message, code)
-            return CallToolResult.failure(
-                ErrorCode.TOOL_EXECUTION_FAILED,
-                f"tool {route.exposed!r} failed on MCP server {route.server!r}: {exc.message}",
-            )
+        except (ServerUnavailable, McpFailure) as exc:
+            return tool_call_failure(route.server, route.exposed, exc)
         finally:
             self._in_flight.unregister(req_id, future)
 
@@ -215,7 +205,7 @@ def _unroutable(catalog: ToolCatalog, name: str, exposed: str | tuple[str, ...])
     """The failure for a `name` with no route (`exposed`: what `catalog.resolve` made of it)."""
     server = catalog.unavailable.get(exposed) if isinstance(exposed, str) else catalog.unauthorized_server(name)
     if server is not None and server in catalog.unauthorized:
-        return _unauthorized(server, cut_short(name), "its last connection was refused", catalog.unauthorized[server])
+        return unauthorized(server, cut_short(name), "its last connection was refused", catalog.unauthorized[server])
     if isinstance(exposed, tuple):
         if exposed:
             listed = ", ".join(repr(candidate) for candidate in exposed)
@@ -237,15 +227,6 @@ def _timed_out(name: str, timeout: float) -> CallToolResult:
     return CallToolResult.failure(
         ErrorCode.TOOL_TIMEOUT, f"tool {name!r} timed out after {timeout:g}s", timeout=True, a2c_timeout=True
     )
-
-
-def _unauthorized(server: str, tool: str, reason: str, code: int) -> CallToolResult:
-    """4006 / 4007: the MCP server refused the call for want of authorization (the
-    user must act where the Computer runs; nothing secret goes to the Agent)."""
-    needs = "needs an authorization" if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED else "was refused with its authorization"
-    message = f"tool {tool!r} {needs} on MCP server {server!r}: {reason}"
-    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {server!r} on the Computer, then retry"}
-    return CallToolResult.failure(code, message, mcp_server=server, auth_hint=hint)
 
 
 def _cancelled(name: str) -> CallToolResult:
