@@ -93,11 +93,14 @@ class Download:
             sock.shutdown(socket.SHUT_RDWR)
 
     def before_read(self) -> None:
-        """Each socket read from now waits at most what is left of the deadline."""
+        """Each socket read from now waits at most what is left of the deadline. A socket
+        the response has closed (http.client does once the whole body is read, from
+        Python 3.13 on within the read that ends it) has nothing left to bound."""
         left = self.left()
         with self._lock:
             for sock in self._sockets:
-                sock.settimeout(left)
+                if sock.fileno() != -1:
+                    sock.settimeout(left)
 
     def abort(self) -> None:
         with self._lock:
