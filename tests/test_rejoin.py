@@ -11,6 +11,7 @@ from typing import Iterator
 
 import pytest
 from computer.helpers import wait_until
+from office_parts import joined_connection
 
 from smcp_sync import Agent
 from smcp_sync.connection import session
@@ -25,15 +26,8 @@ pytestmark = pytest.mark.timeout(60)
 TIMEOUT = 10.0
 
 
-@contextlib.contextmanager
-def agent(url: str, name: str, office: str) -> Iterator[Connection]:
-    connection = Connection("agent", name)
-    try:
-        connection.connect(url, timeout=TIMEOUT)
-        connection.join_office(office, TIMEOUT)
-        yield connection
-    finally:
-        connection.close()
+def agent(url: str, name: str, office: str) -> contextlib.AbstractContextManager[Connection]:
+    return joined_connection("agent", name, url, office, timeout=TIMEOUT)
 
 
 @pytest.fixture

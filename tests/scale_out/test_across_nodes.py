@@ -15,12 +15,13 @@ from typing import Iterator
 import pytest
 from computer.helpers import CallLogs, wait_until
 from context_end_to_end.helpers import copy_samples, documents_config, windows_config
+from office_parts import joined_connection
 from reliability.parts import Notes, tool_server
 from server.test_cli_server import ServerProcess
-from smcp_sync.connection.session import Connection, ReconnectPolicy
 
 from smcp_sync import Agent, Computer
 from smcp_sync.computer import allow_all
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
 
@@ -46,16 +47,9 @@ def agent_at(url: str, office: str, name: str = "agent") -> Iterator[Agent]:
         yield agent
 
 
-@contextlib.contextmanager
-def computer_at(url: str, office: str, name: str) -> Iterator[Connection]:
+def computer_at(url: str, office: str, name: str) -> contextlib.AbstractContextManager[Connection]:
     """A bare Computer connection (no MCP servers) that has joined `office`."""
-    connection = Connection("computer", name, reconnect=NO_RECONNECT)
-    try:
-        connection.connect(url, timeout=TIMEOUT)
-        connection.join_office(office, TIMEOUT)
-        yield connection
-    finally:
-        connection.close()
+    return joined_connection("computer", name, url, office, timeout=TIMEOUT, reconnect=NO_RECONNECT)
 
 
 def members(agent: Agent) -> set[tuple[str, str]]:

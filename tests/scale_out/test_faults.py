@@ -24,10 +24,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from computer.helpers import wait_until
+from office_parts import joined_connection
 from reliability.parts import Notes
 
 from smcp_sync import Agent
-from smcp_sync.connection.session import Connection, ReconnectPolicy
+from smcp_sync.connection.session import Connection
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent
@@ -45,23 +46,15 @@ SLOW = 0.5
 OFFICES = ("o-0", "o-1")
 
 
-@contextlib.contextmanager
-def computer(url: str, office: str, name: str) -> Iterator[Connection]:
+def computer(url: str, office: str, name: str) -> contextlib.AbstractContextManager[Connection]:
     """A bare Computer whose tools answer with its name (`slow` after `SLOW` seconds)."""
-    connection = Connection("computer", name)
 
     def answer(payload: dict[str, Any]) -> Any:
         if payload.get("tool_name") == "slow":
             time.sleep(SLOW)
         return to_wire(CallToolResult(content=[TextContent(text=name)]))
 
-    connection.on(events.TOOL_CALL, answer)
-    try:
-        connection.connect(url, timeout=TIMEOUT)
-        connection.join_office(office, TIMEOUT)
-        yield connection
-    finally:
-        connection.close()
+    return joined_connection("computer", name, url, office, timeout=TIMEOUT, handlers={events.TOOL_CALL: answer})
 
 
 def answer_of(agent: Agent, name: str, tool: str = "who", timeout: float = 2.0) -> Any:

@@ -5,13 +5,14 @@ members back and route again, without a restart of their own."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from computer.helpers import wait_until
-from smcp_sync.connection.session import Connection, ReconnectPolicy
+from office_parts import joined_connection
 
 from smcp_sync import Agent
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent
@@ -24,17 +25,12 @@ TIMEOUT = 20.0
 NO_RECONNECT = ReconnectPolicy(enabled=False)
 
 
-@contextlib.contextmanager
-def named_computer(url: str, office: str, name: str) -> Iterator[Connection]:
+def named_computer(url: str, office: str, name: str) -> contextlib.AbstractContextManager[Connection]:
     """A bare Computer whose every tool call answers with its name."""
-    connection = Connection("computer", name, reconnect=NO_RECONNECT)
-    connection.on(events.TOOL_CALL, lambda payload: to_wire(CallToolResult(content=[TextContent(text=name)])))
-    try:
-        connection.connect(url, timeout=TIMEOUT)
-        connection.join_office(office, TIMEOUT)
-        yield connection
-    finally:
-        connection.close()
+    answer = lambda payload: to_wire(CallToolResult(content=[TextContent(text=name)]))  # noqa: E731
+    return joined_connection(
+        "computer", name, url, office, timeout=TIMEOUT, handlers={events.TOOL_CALL: answer}, reconnect=NO_RECONNECT
+    )
 
 
 def answered_by(agent: Agent, computer: str) -> Any:
