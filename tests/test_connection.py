@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -308,10 +309,11 @@ def unused_port() -> int:
 
 class _ChildServer:
     def __init__(self, port: int, *options: str):
+        self._stderr = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
-            [sys.executable, str(RAW_SERVER_SCRIPT), str(port), *options],
+            [sys.executable, "-X", "faulthandler", str(RAW_SERVER_SCRIPT), str(port), *options],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
             text=True,
         )
         self.url = self.next_line()
@@ -319,9 +321,17 @@ class _ChildServer:
     def next_line(self, timeout: float = 30) -> str:  # a bound on a child start-up (15 s was exceeded under load)
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         if not ready:
+            if self.process.poll() is None:  # where it is stuck, on its stderr, before it goes
+                self.process.send_signal(signal.SIGABRT)
+                self.process.wait(5)
+            errors = self._errors()
             self.kill()
-            raise AssertionError(f"raw server child printed nothing within {timeout}s")
+            raise AssertionError(f"raw server child printed nothing within {timeout}s; its stderr: {errors}")
         return self.process.stdout.readline().strip()
+
+    def _errors(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()[-4000:]
 
     def wait_for_event(self, event: str) -> None:
         while self.next_line() != event:
@@ -333,6 +343,7 @@ class _ChildServer:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(5)
         self.process.stdout.close()
+        self._stderr.close()
 
 
 @pytest.mark.timeout(60)
