@@ -534,11 +534,12 @@ class Connection:
         with self._state_changed:
             if self._office_id == office_id:
                 self._office_id = None
-        self._set_ready()
+        # said before the requests waiting for the re-join go on, so what they see follows it
         logger.error(
             "%s %r could not re-join office %r after reconnecting (%d attempts): %s; connected, in no office",
             self.role, self.name, office_id, attempts, error,
         )  # fmt: skip
+        self._set_ready()
         for callback in list(self._rejoin_failed_callbacks):
             try:
                 callback(office_id, error)
