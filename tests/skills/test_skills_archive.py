@@ -3,21 +3,19 @@ checked against their sha256, unpacked safely; served by a real MCP server (chil
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import http.server
 import io
 import tarfile
-import threading
 import zipfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from smcp_sync import Computer
 
 from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
+from skills.http_files import http_files
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -40,30 +38,6 @@ def zipped(files: dict[str, bytes]) -> bytes:
         for name, data in files.items():
             archive.writestr(name, data)
     return buffer.getvalue()
-
-
-@contextlib.contextmanager
-def http_files(files: dict[str, bytes]) -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
-            body = files.get(self.path.lstrip("/"))
-            self.send_response(200 if body is not None else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="archive-http")
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 def root(leaf: str, url: str, kind: str, sha256: str | None = None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from computer.helpers import (
     write_state,
 )
 from office_parts import connected_computer, joined_agent, serving
+from skills.http_files import http_files
 
 from smcp_sync import Agent, Computer
 from smcp_sync.agent.requests import ask, new_req_id
@@ -274,40 +275,17 @@ def many_empty_entries(count: int) -> bytes:
     return buffer.getvalue()
 
 
-@contextlib.contextmanager
-def serving_bytes(data: bytes) -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="bomb-http")
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/bomb.tar.gz"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
-
-
 def test_an_archive_of_200k_entries_is_refused_while_its_headers_stream_by(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Before: every header was parsed first (92 MB and 18 s measured for 200k entries)."""
     bomb = many_empty_entries(200_000)
-    with serving_bytes(bomb) as url, \
+    with http_files({"bomb.tar.gz": bomb}) as base, \
             Computer("c", [skill_server(tmp_path, "arch", [])], policy=FAST, skill_home=tmp_path / "home",
                      confirm=allow_all) as computer:
         tracemalloc.start()
         try:
-            meta = {"source": "archive", "archive_uri": url, "archive_format": "tar.gz"}
+            meta = {"source": "archive", "archive_uri": f"{base}/bomb.tar.gz", "archive_format": "tar.gz"}
             result = computer.call_tool("arch__set_resources", {"resources": [
                 {"uri": "skill://arch/bomb", "name": "bomb", "_meta": meta}]}, timeout=T)
             assert not result.is_error, result.text
