@@ -10,12 +10,11 @@ import contextlib
 import hashlib
 import json
 import random
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync import Agent, Computer
+from smcp_sync import Agent
 from smcp_sync.agent.rehydrate import Rehydration
 from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol.models import CallToolResult, ImageContent

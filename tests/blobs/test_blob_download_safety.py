@@ -16,7 +16,6 @@ from agent.silent_computer import SilentComputer
 from computer.helpers import stdio_config
 from office_parts import connected_computer, joined_agent, serving
 
-from smcp_sync import Agent
 from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError, SMCPError

@@ -11,7 +11,6 @@ from that venv next to the mcp 2.x test server. Tools are exposed under BundleID
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest

@@ -21,7 +21,6 @@ import socketio
 from hypothesis import given
 
 from smcp_sync.protocol import ErrorCode, events, from_wire
-from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import (
     CallToolResult,
     CompleteRet,

@@ -20,7 +20,7 @@ from smcp_sync.server.office_rules import Session
 from smcp_sync.server.redis_registry import RedisRegistry
 from smcp_sync.server.registry import RegistryListener
 
-from .parts import RedisServer, redis_server
+from .parts import redis_server
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync import Agent, Computer
+from smcp_sync import Computer
 from smcp_sync.computer import allow_all
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import SMCPError

@@ -70,7 +70,6 @@ from .resources import (
     ReadResourceRet,
     ResourceAnnotations,
     ResourceTemplateReference,
-    a2c_resource,
 )
 from .room import (
     AgentCallData,
