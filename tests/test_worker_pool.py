@@ -1,4 +1,5 @@
-"""The elastic worker pool: every job runs exactly once, at once, on reused threads."""
+"""The elastic, bounded worker pool: every job runs exactly once, at once on reused threads
+within `max_workers`, queued past it, refused past `max_queued`."""
 
 from __future__ import annotations
 
@@ -82,11 +83,62 @@ def test_a_blocked_job_never_delays_another(pool):
 
 
 def test_many_simultaneously_blocked_jobs_each_get_a_thread(pool):
-    """No upper bound: 50 jobs that only finish together (a barrier) all run at once."""
+    """Within `max_workers`: 50 jobs that only finish together (a barrier) all run at once."""
     barrier = threading.Barrier(51)
     for _ in range(50):
         pool.submit(barrier.wait, 10)
     barrier.wait(10)  # raises BrokenBarrierError if any job were queued behind another
+
+
+def test_past_max_workers_jobs_queue_in_order_and_past_max_queued_are_refused(no_leaks, caplog):
+    pool = WorkerPool("bounded", max_workers=3, max_queued=2)
+    release = threading.Event()
+    started = threading.Barrier(4)
+    ran: list[int] = []
+    all_ran = threading.Event()
+
+    def queued(n: int) -> None:
+        ran.append(n)
+        if len(ran) == 2:
+            all_ran.set()
+
+    try:
+        for _ in range(3):
+            assert pool.submit(lambda: (started.wait(5), release.wait(10)))
+        started.wait(5)
+        assert pool.submit(queued, 1) and pool.submit(queued, 2)
+        with caplog.at_level(logging.WARNING, logger="smcp_sync.threads.worker_pool"):
+            assert pool.submit(queued, 3) is False
+        assert "bounded pool is full (3 workers busy, 2 jobs waiting): refused 1 jobs" in caplog.text
+        assert (pool.thread_count, pool.queued_count, ran) == (3, 2, [])
+        release.set()
+        assert all_ran.wait(5)
+        assert ran == [1, 2]  # first in, first run; the refused one never
+        _wait_until(lambda: pool.queued_count == 0 and pool.idle_count == 3)
+        assert pool.thread_count == 3
+    finally:
+        release.set()
+        assert pool.shutdown(5.0)
+
+
+def test_a_job_queued_while_the_only_worker_times_out_still_runs(no_leaks):
+    """max_workers=1 and idle timeouts racing submits: a job queued as the worker leaves
+    is taken by it or by a new one, never stranded."""
+    for _ in range(200):
+        pool = WorkerPool("one", max_workers=1, max_queued=10, idle_timeout=0.0)
+        done = threading.Semaphore(0)
+        try:
+            for _ in range(3):
+                assert pool.submit(done.release)
+            for _ in range(3):
+                assert done.acquire(timeout=5)
+        finally:
+            assert pool.shutdown(5.0)
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="max_workers must be >= 1 and max_queued >= 0, not 0 and 1"):
+        WorkerPool("bad", max_workers=0, max_queued=1)
 
 
 def test_sequential_submits_reuse_one_thread(pool):
@@ -227,6 +279,46 @@ def test_a_blocked_server_handler_does_not_delay_the_next_event(served, connecte
     assert blocked.wait(5)
     assert connected.call("probe", {}, timeout=5) == {"ok": True}
     release.set()
+
+
+def test_a_full_server_pool_answers_500_busy_at_once(served, connected):
+    """Events past the handler pool's bounds get a coded refusal, not a wait for the
+    caller's timeout; the pool's threads stay within `max_workers`."""
+    served.sio._handler_pool.shutdown(5.0)
+    served.sio._handler_pool = WorkerPool("smcp-server-worker", max_workers=2, max_queued=1)
+    release, blocked = threading.Event(), threading.Semaphore(0)
+    served.sio.on("block", lambda sid, payload: (blocked.release(), release.wait(10)) and {"done": True}, namespace="/smcp")
+    try:
+        for _ in range(3):  # two run, one waits
+            connected.emit("block", {})
+        for _ in range(2):
+            assert blocked.acquire(timeout=5)
+        _wait_until(lambda: served.sio._handler_pool.queued_count == 1)
+        from smcp_sync.protocol.errors import InternalError
+
+        with pytest.raises(InternalError, match=r"\[500\] the Server is busy \(2 handlers running, 1 waiting\); try again"):
+            connected.call("block", {}, timeout=5)
+        assert served.sio._handler_pool.thread_count == 2
+    finally:
+        release.set()
+
+
+def test_a_full_connection_pool_answers_500_busy_at_once(served):
+    from smcp_sync.connection.session import Connection
+
+    connection = Connection("agent", "a1")
+    connection._pool = WorkerPool("smcp-agent-worker", max_workers=1, max_queued=0)
+    release, blocked = threading.Event(), threading.Event()
+    connection.on("ask", lambda payload: (blocked.set(), release.wait(10)) and {"done": True})
+    connection.connect(served.url, timeout=5)
+    try:
+        served.sio.emit("ask", {}, to=connection.sid, namespace="/smcp")
+        assert blocked.wait(5)
+        refusal = served.sio.call("ask", {}, to=connection.sid, namespace="/smcp", timeout=5)
+        assert refusal["code"] == 500 and refusal["message"].startswith("this client is busy (1 handlers running, 0 waiting)")
+    finally:
+        release.set()
+        connection.close()
 
 
 def test_connection_message_handlers_run_on_reused_pool_threads(served, connected):

@@ -32,7 +32,7 @@ import websocket
 
 from ..message_limit import announced_limit
 from ..protocol import events, extensions
-from ..protocol.errors import BadRequestError
+from ..protocol.errors import BadRequestError, InternalError
 from ..threads.worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -97,9 +97,25 @@ class PooledEngineIOClient(engineio.Client):
         if run_async and event == "message" and event in self.handlers:
             if _is_ack(args[0]):
                 return super()._trigger_event(event, *args, run_async=False, **kwargs)
-            self._message_pool.submit(self.handlers[event], *args)
+            if not self._message_pool.submit(self.handlers[event], *args):
+                self._refuse_busy(args[0])
             return None
         return super()._trigger_event(event, *args, run_async=run_async, **kwargs)
+
+    def _refuse_busy(self, message: Any) -> None:
+        """A request from the Server that the pool is too full to take (`WorkerPool`) is
+        answered 500 at once, so its caller does not wait out its timeout."""
+        try:
+            pkt = socketio.packet.Packet(encoded_packet=message)
+        except Exception:  # not a Socket.IO packet we can read: nobody to answer
+            return
+        if pkt.packet_type == socketio.packet.EVENT and pkt.id is not None:
+            pool = self._message_pool
+            busy = InternalError(
+                f"this client is busy ({pool.max_workers} handlers running, {pool.max_queued} waiting); try again",
+                details={"busy": True},
+            )
+            self.send(socketio.packet.Packet(socketio.packet.ACK, namespace=pkt.namespace, id=pkt.id, data=[busy.to_wire()]).encode())
 
     def _send_packet(self, pkt: engineio.packet.Packet) -> None:
         ws = self.ws

@@ -24,7 +24,7 @@ from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
 from socketio import packet
 
 from ..protocol import events
-from ..protocol.errors import AuthError, BadRequestError, ErrorCode
+from ..protocol.errors import AuthError, BadRequestError, ErrorCode, InternalError
 from ..protocol.extensions import advertisement
 from ..threads.deadlines import Deadline, Deadlines
 from ..threads.worker_pool import WorkerPool
@@ -354,10 +354,21 @@ class SocketIOServer(socketio.Server):
         if target == self._handle_event_internal and not kwargs:
             if args[3][0] in self._inline_events:  # args: server, sid, eio_sid, data, namespace, id
                 target(*args)
-            else:
-                self._handler_pool.submit(target, *args)
+            elif not self._handler_pool.submit(target, *args):
+                self._refuse_busy(*args[2:])
             return None
         return super().start_background_task(target, *args, **kwargs)
+
+    def _refuse_busy(self, eio_sid: str, data: Any, namespace: str, id: int | None) -> None:
+        """Answer an event the handler pool is too full to take (`WorkerPool`), so its
+        caller hears it at once instead of waiting out its timeout."""
+        if id is not None:
+            busy = InternalError(
+                f"the Server is busy ({self._handler_pool.max_workers} handlers running, "
+                f"{self._handler_pool.max_queued} waiting); try again",
+                details={"busy": True},
+            )
+            self._send_answer(eio_sid, namespace, id, refusal_for(data[0], busy))
 
     def shutdown(self, timeout: float = HANDLER_STOP_TIMEOUT) -> None:
         """Stop Engine.IO's background threads, then wait up to `timeout` for event

@@ -1,4 +1,4 @@
-"""An elastic pool of reusable threads for Socket.IO message handlers.
+"""An elastic, bounded pool of reusable threads for Socket.IO message handlers.
 
 Why: in threading mode python-socketio starts a new OS thread for every incoming message
 (server events, client messages and acks); on a loaded machine a new thread is scheduled
@@ -10,10 +10,18 @@ long as the tool, a routed Server handler waits for the Computer's answer) and a
 notice must still run at once. So `submit` hands the job to an idle worker when one is
 waiting and otherwise starts a new one; idle workers exit after `idle_timeout`, and at
 most `max_idle` stay parked.
+
+Why bounded: a client (or a hung Redis behind every handler) could otherwise make the pool
+start a thread per message, hundreds of them. At most `max_workers` threads run; past
+that a job waits in a FIFO queue of at most `max_queued` (a worker that finishes takes
+the oldest before parking), and past that `submit` refuses it: it returns False and the
+caller answers with a coded refusal (README, Deployment: *What scales how*). Jobs never
+block the submitter: the submitter is a socket's reader thread.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
 import threading
@@ -23,6 +31,10 @@ from typing import Any, Callable
 logger = logging.getLogger(__name__)
 
 _Job = tuple[Callable[..., Any], tuple[Any, ...]]
+
+#: Threads a pool runs at most, and jobs waiting for one at most, unless told otherwise.
+DEFAULT_MAX_WORKERS = 256
+DEFAULT_MAX_QUEUED = 4096
 
 
 class _Worker:
@@ -36,22 +48,38 @@ class _Worker:
 
 
 class WorkerPool:
-    """`submit(fn, *args)` runs `fn(*args)` on a pooled thread at once."""
+    """`submit(fn, *args)` runs `fn(*args)` on a pooled thread at once, or queued while
+    `max_workers` are busy."""
 
     _ids = itertools.count(1)
 
-    def __init__(self, name: str = "smcp-worker", *, max_idle: int = 32, idle_timeout: float = 30.0):
+    def __init__(
+        self,
+        name: str = "smcp-worker",
+        *,
+        max_idle: int = 32,
+        idle_timeout: float = 30.0,
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        max_queued: int = DEFAULT_MAX_QUEUED,
+    ):
+        if max_workers < 1 or max_queued < 0:
+            raise ValueError(f"max_workers must be >= 1 and max_queued >= 0, not {max_workers} and {max_queued}")
         self._name = name
         self._max_idle = max_idle
         self._idle_timeout = idle_timeout
+        self.max_workers = max_workers
+        self.max_queued = max_queued
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []  # a stack: the most recently parked worker is reused first
         self._live: set[threading.Thread] = set()
+        self._queued: collections.deque[_Job] = collections.deque()
+        self._refused = 0
         self._closed = False
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
-        """Run `fn(*args)` on an idle worker or a new one. Returns False (and drops the
-        job) once the pool is shut down: its owner is closing the connection."""
+        """Run `fn(*args)` on an idle worker, a new one, or the first one free. Returns
+        False (and drops the job) once the pool is shut down (its owner is closing the
+        connection) or full: `max_workers` busy and `max_queued` waiting (logged)."""
         with self._lock:
             if self._closed:
                 logger.debug("%s pool is shut down: dropped %r", self._name, fn)
@@ -61,6 +89,8 @@ class WorkerPool:
                 worker.job = (fn, args)
                 worker.wake.set()
                 return True
+            if len(self._live) >= self.max_workers:
+                return self._enqueue((fn, args))
             worker = _Worker((fn, args))
             worker.thread = threading.Thread(
                 target=self._work, args=(worker,), name=f"{self._name}-{next(self._ids)}", daemon=True
@@ -69,6 +99,22 @@ class WorkerPool:
             worker.thread.start()
             self._live.add(worker.thread)
         return True
+
+    def _enqueue(self, job: _Job) -> bool:
+        """Queue `job` for the first worker free, or refuse it; the caller holds the lock."""
+        if len(self._queued) < self.max_queued:
+            self._queued.append(job)
+            return True
+        self._refused += 1
+        if self._refused == 1 or self._refused % 1000 == 0:
+            logger.warning(
+                "%s pool is full (%d workers busy, %d jobs waiting): refused %d jobs so far",
+                self._name,
+                self.max_workers,
+                self.max_queued,
+                self._refused,
+            )
+        return False
 
     def _work(self, worker: _Worker) -> None:
         try:
@@ -90,9 +136,15 @@ class WorkerPool:
                 self._live.discard(threading.current_thread())
 
     def _park(self, worker: _Worker) -> bool:
-        """Become idle, unless the pool is closing or already keeps enough idle workers."""
+        """Take the oldest queued job, or become idle, unless the pool is closing or already
+        keeps enough idle workers."""
         with self._lock:
+            if self._queued:
+                worker.job = self._queued.popleft()
+                worker.wake.set()  # `_resume` finds the job at once
+                return True
             if self._closed or len(self._idle) >= self._max_idle:
+                self._live.discard(threading.current_thread())  # under this lock: a submit then starts a new one
                 return False
             worker.wake.clear()
             self._idle.append(worker)
@@ -101,10 +153,13 @@ class WorkerPool:
     def _resume(self, worker: _Worker) -> bool:
         """After a wake-up or an idle timeout: True if a job was handed over meanwhile."""
         with self._lock:
+            if worker.job is None and self._queued:  # queued while this one was leaving the idle stack
+                worker.job = self._queued.popleft()
             if worker.job is not None:
                 return True
             if worker in self._idle:
                 self._idle.remove(worker)
+            self._live.discard(threading.current_thread())
             return False
 
     @property
@@ -112,6 +167,12 @@ class WorkerPool:
         """Live worker threads, busy or idle."""
         with self._lock:
             return len(self._live)
+
+    @property
+    def queued_count(self) -> int:
+        """Jobs waiting for a worker."""
+        with self._lock:
+            return len(self._queued)
 
     @property
     def idle_count(self) -> int:
@@ -122,7 +183,8 @@ class WorkerPool:
     def shutdown(self, timeout: float = 5.0) -> bool:
         """Stop accepting work, wake idle workers and wait up to `timeout` for every
         worker (busy ones finish their job first). Returns True if all have ended.
-        Idempotent; callable from a worker (which does not wait for itself)."""
+        Jobs still queued run before their workers end. Idempotent; callable from a
+        worker (which does not wait for itself)."""
         deadline = time.monotonic() + timeout
         with self._lock:
             self._closed = True
