@@ -6,32 +6,55 @@ that grants at once (the user says yes) and redirects with a code, PKCE S256 che
 the token endpoint, refresh tokens (rotated), RFC 7009 revocation and RFC 7662
 introspection (the resource server's token verifier asks it). Tokens live `ttl` seconds.
 Everything it issued is in `issued`, so a test can look for it where it must not be.
+
+Also confidential clients (`add_client`: a secret sent by ``client_secret_basic`` or
+``client_secret_post``, or a public key for ``private_key_jwt`` assertions), each allowed
+only the method it was registered with among those `auth_methods` offers; the client
+credentials grant; clients named by the https URL of their client metadata document
+(CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
+every authorization and token request. Loopback redirects match on any port (RFC 8252).
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
+import ipaddress
 import json
 import secrets
+import ssl
 import threading
 import time
+import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import jwt
+
 
 class AuthorizationServer:
-    def __init__(self, ttl: float = 60.0, scope: str = "tools") -> None:
+    def __init__(self, ttl: float = 60.0, scope: str = "tools", tls: ssl.SSLContext | None = None) -> None:
         self.ttl = ttl
         self.scope = scope
+        #: Trusted when fetching a client metadata document.
+        self.tls = tls
+        #: The client authentication methods metadata offers (and the token endpoint accepts).
+        self.auth_methods = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"]
+        #: When set: the only RFC 8707 resource authorization and token requests may name.
+        self.resource: str | None = None
+        #: The resource named by each authorization and token request, in order.
+        self.resources_asked: list[str | None] = []
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
         self.refresh: dict[str, dict[str, Any]] = {}
         #: Every client id, code and token handed out.
         self.issued: list[str] = []
-        self.grants = {"authorization_code": 0, "refresh_token": 0}
+        self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0}
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
@@ -68,11 +91,25 @@ class AuthorizationServer:
             "revocation_endpoint": f"{self.url}/revoke",
             "introspection_endpoint": f"{self.url}/introspect",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["none"],
+            "token_endpoint_auth_methods_supported": self.auth_methods,
+            "client_id_metadata_document_supported": True,
             "scopes_supported": [self.scope],
         }
+
+    def add_client(self, method: str, redirect_uris: list[str] = (), public_key: str = "") -> tuple[str, str]:
+        """A pre-registered confidential client authenticating by `method`: (id, secret)."""
+        client_id, secret = self._new("client"), self._new("secret")
+        with self._lock:
+            self.clients[client_id] = {
+                "client_id": client_id,
+                "client_secret": secret,
+                "token_endpoint_auth_method": method,
+                "redirect_uris": list(redirect_uris),
+                "public_key": public_key,
+            }
+        return client_id, secret
 
     def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         client_id = self._new("client")
@@ -87,11 +124,13 @@ class AuthorizationServer:
 
     def authorize(self, query: dict[str, str]) -> tuple[int, str]:
         """(status, Location or error text)."""
-        client = self.clients.get(query.get("client_id", ""))
-        if client is None or query.get("redirect_uri") not in client.get("redirect_uris", ()):
+        client = self._client(query.get("client_id", ""))
+        if client is None or not _redirect_allowed(query.get("redirect_uri", ""), client.get("redirect_uris", ())):
             return 400, "unknown client or redirect_uri"
         if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256":
             return 400, "code flow with PKCE S256 only"
+        if not self._resource_ok(query):
+            return 400, "invalid_target"
         code = self._new("code")
         with self._lock:
             self.codes[code] = {**query}
@@ -100,21 +139,29 @@ class AuthorizationServer:
             f"{query['redirect_uri']}?{urlencode({'code': code, 'state': query.get('state', '')})}",
         )
 
-    def token(self, form: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def token(self, form: dict[str, str], basic: str | None = None) -> tuple[int, dict[str, Any]]:
+        """`basic`: the request's ``Authorization: Basic`` credentials, if any."""
         grant = form.get("grant_type")
+        authenticated = self._authenticated(form, basic)
+        if authenticated is None:
+            return 401, {"error": "invalid_client"}
+        if not self._resource_ok(form):
+            return 400, {"error": "invalid_target"}
         with self._lock:
             if grant == "authorization_code":
                 granted = self.codes.pop(form.get("code", ""), None)
-                if granted is None or granted["client_id"] != form.get("client_id"):
+                if granted is None or granted["client_id"] != authenticated:
                     return 400, {"error": "invalid_grant"}
                 if granted["redirect_uri"] != form.get("redirect_uri") or not _pkce_ok(form, granted):
                     return 400, {"error": "invalid_grant"}
                 client_id = granted["client_id"]
             elif grant == "refresh_token":
                 old = self.refresh.pop(form.get("refresh_token", ""), None)
-                if old is None or old["client_id"] != form.get("client_id"):
+                if old is None or old["client_id"] != authenticated:
                     return 400, {"error": "invalid_grant"}
                 client_id = old["client_id"]
+            elif grant == "client_credentials" and self.clients.get(authenticated, {}).get("client_secret"):
+                client_id = authenticated
             else:
                 return 400, {"error": "unsupported_grant_type"}
             self.grants[grant] += 1
@@ -149,10 +196,58 @@ class AuthorizationServer:
             "exp": int(token["exp"]),
         }
 
+    def _client(self, client_id: str) -> dict[str, Any] | None:
+        """A registered client, or the one a client metadata document at `client_id` describes."""
+        if not client_id.startswith("https://"):
+            return self.clients.get(client_id)
+        with urllib.request.urlopen(client_id, timeout=10, context=self.tls) as answer:
+            document = json.loads(answer.read())
+        return document if document.get("client_id") == client_id else None
+
+    def _authenticated(self, form: dict[str, str], basic: str | None) -> str | None:
+        """The client a token request authenticates as (by the method it was registered
+        with, if `auth_methods` offers it), or None."""
+        if basic is not None:
+            client_id, _, secret = base64.b64decode(basic).decode().partition(":")
+            used, proof = "client_secret_basic", urllib.parse.unquote(secret)
+            client_id = urllib.parse.unquote(client_id)
+        elif "client_secret" in form:
+            client_id, used, proof = form.get("client_id", ""), "client_secret_post", form["client_secret"]
+        elif "client_assertion" in form:
+            used, proof = "private_key_jwt", form["client_assertion"]
+            client_id = jwt.decode(proof, options={"verify_signature": False}).get("sub", "")
+        else:
+            client_id, used, proof = form.get("client_id", ""), "none", ""
+        client = self._client(client_id)
+        method = client.get("token_endpoint_auth_method", "none") if client else None
+        if client is None or method != used or used not in self.auth_methods:
+            return None
+        if used == "private_key_jwt":
+            try:
+                claims = jwt.decode(proof, client["public_key"], algorithms=["ES256", "RS256"], audience=self.url)
+            except jwt.InvalidTokenError:
+                return None
+            return client_id if claims.get("iss") == client_id else None
+        if used != "none" and not secrets.compare_digest(proof, client["client_secret"]):
+            return None
+        return client_id
+
+    def _resource_ok(self, request: dict[str, str]) -> bool:
+        self.resources_asked.append(request.get("resource"))
+        return self.resource is None or request.get("resource") == self.resource
+
     def _new(self, kind: str) -> str:
         value = f"{kind}-{secrets.token_urlsafe(16)}"
         self.issued.append(value)
         return value
+
+
+def _redirect_allowed(uri: str, registered: Any) -> bool:
+    """Exact, or for a loopback redirect any port (RFC 8252 section 7.3)."""
+    parts = urlsplit(uri)
+    if parts.hostname == "127.0.0.1" and parts.scheme == "http":
+        return any(urlsplit(r)._replace(netloc="127.0.0.1") == parts._replace(netloc="127.0.0.1") for r in registered)
+    return uri in registered
 
 
 def _pkce_ok(form: dict[str, str], granted: dict[str, str]) -> bool:
@@ -189,7 +284,9 @@ def _handler(server: AuthorizationServer) -> type[BaseHTTPRequestHandler]:
                 return
             form = {k: v[0] for k, v in parse_qs(raw).items()}
             if path == "/token":
-                self._json(*server.token(form))
+                authorization = self.headers.get("Authorization", "")
+                basic = authorization[6:] if authorization.startswith("Basic ") else None
+                self._json(*server.token(form, basic))
             elif path == "/revoke":
                 server.revoke(form)
                 self._json(200, {})
@@ -208,3 +305,36 @@ def _handler(server: AuthorizationServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def loopback_tls(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server, client) TLS contexts for 127.0.0.1: a self-signed certificate made in
+    `directory`, which only the client context trusts."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    return server, ssl.create_default_context(cafile=str(cert_file))

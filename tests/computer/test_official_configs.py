@@ -89,26 +89,45 @@ def test_the_bundle_id_vectors_configs_load_under_their_expected_bundle_id(vecto
     assert list(shown.servers) == [vector["expected_bundle_id"]]
 
 
-def test_the_oauth_block_is_accepted_for_http_servers_and_what_smcp_sync_cannot_run_is_refused_saying_why() -> None:
+def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_one_is_refused_naming_the_field() -> None:
     web = {"name": "web", "type": "streamable", "server_parameters": {"url": "http://127.0.0.1:9/mcp"}}
     dynamic = {"scopes": ["read"], "clientName": "app", "mode": {"type": "authorizationCode", "registration": "dynamic"}}
     assert Computer("c", [{**web, "oauth": dynamic}]).get_config().servers["web"].oauth.scopes == ["read"]
     assert Computer("c", [{**web, "oauth": None}]).diagnostics() == []
+    secret = {"id": "s", "type": "promptString", "description": "secret", "password": True}
+    modes = [
+        {"type": "authorizationCode", "registration": "preregistered", "clientId": "x", "clientSecretInput": "s"},
+        {"type": "authorizationCode", "registration": "clientMetadataDocument", "url": "https://app.example/client.json"},
+        {"type": "clientCredentialsSecret", "clientId": "x", "clientSecretInput": "s"},
+        {"type": "clientCredentialsPrivateKeyJwt", "clientId": "x", "privateKeyInput": "s", "algorithm": "ES256"},
+    ]
+    for mode in modes:
+        config = {**web, "oauth": {"mode": mode, "resource": "https://mcp.example/mcp"}}
+        host = Computer("c", [config], inputs=[secret], input_values={"s": "hush"})
+        assert host.get_config().servers["web"].oauth.mode == mode
+        assert host.set_input("s", "another") == (["web"] if "s" in mode.values() else [])  # configured again
     refusals = [
         ({**web, "type": "stdio", "server_parameters": {"command": "x"}, "oauth": dynamic}, "oauth", "sse and streamable"),
-        ({**web, "oauth": {"mode": {"type": "clientCredentialsSecret", "clientId": "x"}}}, "oauth.mode", "authorization code"),
-        ({**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "preregistered"}}}, "oauth.mode.clientId", "pre-registered"),
-        ({**web, "oauth": {**dynamic, "resource": "https://elsewhere/"}}, "oauth.resource", "protected resource metadata"),
+        ({**web, "oauth": {"mode": {"type": "clientCredentials", "clientId": "x"}}}, "oauth.mode", "not one of"),
+        ({**web, "oauth": {"mode": {"type": "clientCredentialsSecret", "clientId": "x"}}}, "oauth.mode.clientSecretInput", "required"),
+        ({**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "preregistered"}}}, "oauth.mode.clientId", "required"),
+        ({**web, "oauth": {**dynamic, "mode": {**dynamic["mode"], "clientId": "x"}}}, "oauth.mode.clientId", "not a field"),
         (
-            {**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "preregistered", "clientId": "x", "clientSecretInput": "s"}}},
-            "oauth.mode.clientSecretInput",
-            "public client",
+            {**web, "oauth": {"mode": {"type": "authorizationCode", "registration": "clientMetadataDocument", "url": "http://app/c"}}},
+            "oauth.mode.url",
+            "https URL with a path",
         ),
+        (
+            {**web, "oauth": {"mode": {**modes[3], "algorithm": "HS256"}}},
+            "oauth.mode.algorithm",
+            "RS256",
+        ),
+        ({**web, "oauth": {**dynamic, "resource": "mcp.example"}}, "oauth.resource", "absolute http(s) URL"),
     ]
     for config, field, why in refusals:
         with pytest.raises(ConfigError) as refused:
             Computer("c", [config])
-        assert refused.value.message.startswith(f"MCP server 'web': field {field!r} is not supported: ")
+        assert refused.value.message.startswith(f"MCP server 'web': field {field!r} is not ")
         assert why in refused.value.message
         assert refused.value.details == {"field": field, "mcp_server": "web"}
 

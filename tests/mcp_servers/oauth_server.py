@@ -3,10 +3,13 @@
 a token verifier asking the authorization server (RFC 7662 introspection), so that a token
 revoked there is refused here at once.
 
-    python oauth_server.py --issuer http://127.0.0.1:<as-port> [--scope tools] [--transport streamable|sse] [--port 0]
+    python oauth_server.py --issuer http://127.0.0.1:<as-port> [--scope tools] [--transport streamable|sse]
+        [--port 0] [--resource https://mcp.example.test/sse]
 
 Prints ``PORT=<n>`` once serving (``_serve``); the MCP endpoint is ``/mcp`` (SSE: ``/sse``,
 wired here as the SDK wires its streamable app: the SDK has no SSE app with auth).
+``--resource`` (SSE only): the resource its protected resource metadata names, as a
+server reached through a gateway names its canonical URL, not the one dialled.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class IntrospectingVerifier:
         )
 
 
-def _sse_app(server: ToolServer, settings: AuthSettings, verifier: IntrospectingVerifier) -> Starlette:
+def _sse_app(server: ToolServer, settings: AuthSettings, verifier: IntrospectingVerifier, resource: str) -> Starlette:
     sse = SseServerTransport(SSE_MESSAGE_PATH, security_settings=_LOCAL_ONLY)
 
     class SseEndpoint:
@@ -68,7 +71,7 @@ def _sse_app(server: ToolServer, settings: AuthSettings, verifier: Introspecting
         routes=[
             Route(SSE_PATH, endpoint=RequireAuthMiddleware(SseEndpoint(), scopes, metadata), methods=["GET"]),
             Mount(SSE_MESSAGE_PATH, app=RequireAuthMiddleware(sse.handle_post_message, scopes, metadata)),
-            *create_protected_resource_routes(settings.resource_server_url, [settings.issuer_url], scopes),
+            *create_protected_resource_routes(resource, [settings.issuer_url], scopes),
         ],
         middleware=[
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
@@ -89,6 +92,7 @@ def main() -> None:
     parser.add_argument("--scope", default="tools")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--transport", choices=("streamable", "sse"), default="streamable")
+    parser.add_argument("--resource", default=None)
     args = parser.parse_args()
     port = args.port or _free_port()  # the resource URL names the port before the bind
     with warnings.catch_warnings():
@@ -102,7 +106,7 @@ def main() -> None:
     server = ToolServer("oauth-protected", "", 0)
     verifier = IntrospectingVerifier(args.issuer)
     if args.transport == "sse":
-        _run_http(_sse_app(server, settings, verifier), port)
+        _run_http(_sse_app(server, settings, verifier, args.resource or str(settings.resource_server_url)), port)
         return
     app = server.streamable_http_app(
         streamable_http_path=STREAMABLE_PATH,

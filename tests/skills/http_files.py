@@ -1,16 +1,19 @@
-"""A loopback HTTP server of fixed files, for skill archives fetched by URL."""
+"""A loopback HTTP(S) server of fixed files, for skill archives fetched by URL (and OAuth
+client metadata documents, over TLS)."""
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import ssl
 import threading
 from typing import Any, Iterator
 
 
 @contextlib.contextmanager
-def http_files(files: dict[str, bytes]) -> Iterator[str]:
-    """Serves `files` by path (404 for others) on 127.0.0.1; yields the base URL."""
+def http_files(files: dict[str, bytes], tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Serves `files` by path (404 for others) on 127.0.0.1, over TLS given `tls` (a server
+    context); yields the base URL."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
             body = files.get(self.path.lstrip("/"))
@@ -23,10 +26,12 @@ def http_files(files: dict[str, bytes]) -> Iterator[str]:
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, name="archive-http")
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

@@ -2,8 +2,8 @@
 silently.
 
 * a field the official SDK reads for something smcp_sync does not do refuses the config,
-  saying why (`refuse_unsupported`: an ``oauth`` block on a stdio server, an OAuth mode
-  other than the authorization code grant), rather than running the server without it;
+  saying why (`refuse_unsupported`: an ``oauth`` block on a stdio server), rather than
+  running the server without it; an ``oauth`` block is checked as `oauth_mode` reads it;
 * any other unknown field (a typo, a newer SDK's field) is named in a warning when the
   config is added and in `Computer.diagnostics()`, and otherwise ignored (the
   official SDK refuses them; a Computer that keeps running serves its other servers).
@@ -25,12 +25,10 @@ from ...protocol.models import (
     ToolMeta,
 )
 from .files import ConfigError
+from .oauth_mode import check_resource, oauth_mode
 
 #: Fields a null value of which (as 0.4.2's own dump writes them) asks for nothing.
 NULLABLE = ("oauth",)
-#: The OAuth modes smcp_sync runs: the authorization code grant (PKCE), its client
-#: registered dynamically or beforehand (a public client: no secret).
-_OAUTH_MODES: dict[tuple[Any, Any], set[str]] = {("authorizationCode", "dynamic"): set(), ("authorizationCode", "preregistered"): {"clientId"}}
 
 #: By `type`: the config class and its server_parameters class.
 _BY_TYPE = {
@@ -48,20 +46,8 @@ def refuse_unsupported(raw: Mapping[str, Any], server: str) -> None:
     if raw.get("type", "stdio") == "stdio":
         _refuse(server, "oauth", "OAuth applies to sse and streamable servers only")
     if isinstance(oauth, Mapping) and oauth.get("resource") is not None:
-        _refuse(server, "oauth.resource", "the resource is the one the server's protected resource metadata names")
-    mode = oauth.get("mode") if isinstance(oauth, Mapping) else None
-    if not isinstance(mode, Mapping):
-        _refuse(server, "oauth.mode", "an object such as {\"type\": \"authorizationCode\", \"registration\": \"dynamic\"}")
-    kind = (mode.get("type"), mode.get("registration"))
-    needed = _OAUTH_MODES.get(kind)
-    if needed is None:
-        _refuse(server, "oauth.mode", f"mode {kind[0]!r} / registration {kind[1]!r} is not supported: smcp_sync runs the "
-                "authorization code grant, with a dynamic or a pre-registered public client")
-    if mode.get("clientSecretInput") is not None:
-        _refuse(server, "oauth.mode.clientSecretInput", "confidential clients are not supported: register a public client")
-    missing = sorted(key for key in needed if not isinstance(mode.get(key), str) or not mode.get(key))
-    if missing:
-        _refuse(server, f"oauth.mode.{missing[0]}", "required for a pre-registered client")
+        check_resource(oauth["resource"], server)
+    oauth_mode(oauth.get("mode") if isinstance(oauth, Mapping) else None, server)
 
 
 def _refuse(server: str, field: str, why: str) -> NoReturn:

@@ -46,6 +46,7 @@ from ..config.env_file import check_env_file
 from ..config.fields import refuse_unsupported, unknown_fields
 from ..config.files import server_bundle_id
 from ..config.inputs import InputResolver, placeholders
+from ..config.oauth_mode import oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore, default_token_store
 from ..config.redaction import public_server_config
 from ..config.variables import render_variables
@@ -57,7 +58,7 @@ from .adapter import (
 )
 from .bridge import BridgeClosedError, EventLoopThread
 from .failures import REQUEST_FAILURES, request_error
-from .oauth import OpenUrl, authorize
+from .oauth import OpenUrl, authorize, resolve_secrets, session_auth
 from .policy import ServerPolicy
 from .server_connection import ServerConnection
 from .status import ServerEvent, ServerState, ServerStatus
@@ -108,15 +109,18 @@ class ServerManager:
         model = evolve(parsed, bundle_id=bundle_id)
         script = compile_script(model.vrl, bundle_id)
         check_env_file(model)
+        auth = None
         if getattr(model, "oauth", None) is not None:
-            self.oauth_store()  # made here, off the loop (a keyring backend is looked up)
+            secrets = resolve_secrets(model, self.inputs.value)  # off the loop: an input may ask
+            # the store is made here, off the loop (a keyring backend is looked up)
+            auth = functools.partial(session_auth, model, self.oauth_store(), secrets)
         for unknown in unknown_fields(raw):
             log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
             old = self._connection_or_none(bundle_id)
             if old is not None:
                 self._stop(old)
-            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, self.oauth_store)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, auth)
             with self._data:
                 self._raw[bundle_id] = raw
                 self._connections[bundle_id] = connection
@@ -130,7 +134,7 @@ class ServerManager:
         with self._admin:
             with self._data:
                 raws = list(self._raw.items())
-                using = [(b, raw, self._connections[b].active) for b, raw in raws if input_id in placeholders(raw)]
+                using = [(b, raw, self._connections[b].active) for b, raw in raws if input_id in _inputs_named(raw)]
             for bundle_id, raw, active in using:
                 self.configure(raw)
                 if active:
@@ -188,7 +192,8 @@ class ServerManager:
     def authorize(self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None) -> ServerStatus:
         """Run the OAuth flow for one server (`oauth.authorize`), then reconnect it if it is started."""
         config = self._connection(name).config
-        flow = authorize(config, self.oauth_store(), open_url, redirect_uri, timeout, self._policy.request_timeout)
+        secrets = resolve_secrets(config, self.inputs.value)
+        flow = authorize(config, self.oauth_store(), secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
         self._bridge.run(flow, timeout + WAIT_GRACE)
         with self._admin:
             connection = self._connection(name)
@@ -392,6 +397,15 @@ async def _gather(coros: Any) -> None:
     async with anyio.create_task_group() as tasks:
         for coro in coros:
             tasks.start_soon(_await, coro)
+
+
+def _inputs_named(raw: Mapping[str, Any]) -> set[str]:
+    """The inputs a config uses: its placeholders and its oauth block's secret inputs."""
+    oauth = raw.get("oauth")
+    named = placeholders(raw)
+    if isinstance(oauth, Mapping):
+        named |= set(secret_inputs(oauth_mode(oauth.get("mode"), server_bundle_id(raw))))
+    return named
 
 
 async def _await(coro: Awaitable[Any]) -> None:

@@ -8,23 +8,28 @@ an `OAuthTokenStore` (`StoredCredentials`):
   before a request would carry it (the SDK's refresh), but never starts an interactive
   authorization: a 401 (or a 403 asking for more scope) goes back to the session as it
   is, so the call fails at once with 4006 / 4007 (`upstream_auth`) instead of waiting
-  for a person nobody asked;
+  for a person nobody asked. A client credentials grant needs no person: it runs there;
 * `authorize`, when the host asks (`Computer.authorize`): the SDK's whole flow
   (discovery, dynamic client registration, PKCE, code exchange) with the authorization
   URL handed to the host's `open_url`, and the code coming back to a loopback listener
   (127.0.0.1, an ephemeral port, RFC 8252) or in the URL `open_url` returns.
 
-Tokens, codes and client secrets stay between the SDK and the store: messages and logs
-here name servers, statuses and exception types only.
+Each mode of the config (`config.oauth_mode`) is one of the SDK's providers
+(`OAuthClientProvider`, `ClientCredentialsOAuthProvider`, `PrivateKeyJWTOAuthProvider`)
+with what the config adds (`_Configured`). Tokens, codes, client secrets and keys stay
+between the SDK, the inputs and the store (which never holds a configured secret):
+messages and logs here name servers, statuses and exception types only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import time
-from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Union
+import warnings
+from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Union
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -32,6 +37,12 @@ import anyio.abc
 import httpx2
 from anyio.abc import SocketAttribute
 from mcp.client.auth import OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import (
+    ClientCredentialsOAuthProvider,
+    PrivateKeyJWTOAuthProvider,
+    SignedJWTParameters,
+)
+from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.exceptions import (
     OAuthFlowError,
     OAuthRegistrationError,
@@ -43,7 +54,10 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
     OAuthMetadata,
     OAuthToken,
+    ProtectedResourceMetadata,
 )
+from mcp.shared.auth_utils import check_resource_allowed
+from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, ValidationError
 
 from ...protocol.errors import BadRequestError, ErrorCode, ToolAuthorizationError
@@ -54,6 +68,7 @@ from ...protocol.models import (
     StdioServerConfig,
     StreamableHttpServerConfig,
 )
+from ..config.oauth_mode import ClientCredentials, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore
 
 log = logging.getLogger(__name__)
@@ -161,19 +176,124 @@ class StoredCredentials:
             )
 
 
-class _SessionAuth(OAuthClientProvider):
-    """The SDK's provider without its interactive part (module doc, `session_auth`)."""
+class ClientSecrets:
+    """The values of a server's secret inputs (`oauth_mode.secret_inputs`) by input id,
+    resolved off the loop when the server is configured (`resolve_secrets`); shown by id."""
 
-    def __init__(self, server_url: str, metadata: OAuthClientMetadata, storage: StoredCredentials) -> None:
-        super().__init__(server_url, metadata, storage)
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = dict(values)
+
+    def __getitem__(self, input_id: str) -> str:
+        return self._values[input_id]
+
+    def __repr__(self) -> str:
+        return f"ClientSecrets({sorted(self._values)})"
+
+
+def resolve_secrets(config: MCPServerConfig, value: Callable[[str], Any]) -> ClientSecrets:
+    """`config`'s secret inputs through `value` (the inputs' resolver; it may ask, so not
+    on the loop). An input without a value raises its `InputError`."""
+    options = getattr(config, "oauth", None)
+    if options is None:
+        return ClientSecrets({})
+    server = config.bundle_id or config.name
+    mode = oauth_mode(options.mode, server)
+    if isinstance(mode, ClientCredentials) and mode.issuer is None:
+        log.warning(
+            "MCP server %r: no oauth.mode.issuer: its client credentials go to the authorization server "
+            "the MCP server names",
+            server,
+        )
+    values = {input_id: value(input_id) for input_id in secret_inputs(mode)}
+    for input_id, secret in values.items():
+        if not isinstance(secret, str) or not secret:
+            raise BadRequestError(
+                f"input {input_id!r} (a secret of MCP server {server!r}'s oauth block) must be a non-empty string",
+                details={"input": input_id, "mcp_server": server},
+            )
+    return ClientSecrets(values)
+
+
+@dataclasses.dataclass
+class _ResourceContext(OAuthContext):
+    """The SDK's context with the ``resource`` the config names: sent in every
+    authorization, token and refresh request (RFC 8707) instead of the one the SDK derives."""
+
+    configured_resource: str = ""
+
+    def get_resource_url(self) -> str:
+        return self.configured_resource
+
+    def should_include_resource_param(self, protocol_version: str | None = None) -> bool:
+        return True
+
+
+class _Configured(OAuthClientProvider):
+    """What the config adds to each of the SDK's providers: a pre-registered client held
+    in memory (its secret never stored), the client authentication the authorization
+    server offers for a configured secret (RFC 8414: ``client_secret_basic`` unless it
+    offers only ``client_secret_post``), the ``resource``, and what `StoredCredentials`
+    keeps that the SDK does not (the token's expiry, the authorization server's metadata)."""
+
+    _stored: StoredCredentials
+    _fixed_client: OAuthClientInformationFull | None = None
+    _configured_secret = False
+    _resource: str | None = None
+
+    def configure(
+        self,
+        storage: StoredCredentials,
+        fixed_client: OAuthClientInformationFull | None,
+        configured_secret: bool,
+        resource: str | None,
+    ) -> None:
         self._stored = storage
+        self._fixed_client = fixed_client
+        self._configured_secret = configured_secret
+        self._resource = resource
+        if resource is not None:
+            fields = {item.name: getattr(self.context, item.name) for item in dataclasses.fields(self.context)}
+            self.context = _ResourceContext(**fields, configured_resource=resource)
 
     async def _initialize(self) -> None:
         await super()._initialize()
+        if self._fixed_client is not None:
+            self.context.client_info = self._fixed_client
         if self.context.current_tokens is not None:
             self.context.token_expiry_time = self._stored.expires_at
         if self.context.oauth_metadata is None:
             self.context.oauth_metadata = await self._stored.get_server_metadata()
+
+    async def _validate_resource_match(self, prm: ProtectedResourceMetadata) -> None:
+        if self._resource is None:
+            await super()._validate_resource_match(prm)
+        elif prm.resource is not None and not check_resource_allowed(self._resource, str(prm.resource)):
+            raise OAuthFlowError("the protected resource metadata names another resource than oauth.resource")
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        self._authenticate_as_offered()
+        return await super()._perform_authorization()
+
+    async def _refresh_token(self) -> httpx2.Request:
+        self._authenticate_as_offered()
+        return await super()._refresh_token()
+
+    def _authenticate_as_offered(self) -> None:
+        client = self.context.client_info
+        if not self._configured_secret or client is None:
+            return
+        metadata = self.context.oauth_metadata
+        offered = (metadata.token_endpoint_auth_methods_supported if metadata else None) or ["client_secret_basic"]
+        method = "client_secret_post" if "client_secret_basic" not in offered and "client_secret_post" in offered else "client_secret_basic"
+        self.context.client_info = client.model_copy(update={"token_endpoint_auth_method": method})
+
+
+class _AuthorizationCodeFlow(_Configured, OAuthClientProvider):
+    """The SDK's authorization code flow, run when the host asks (`authorize`)."""
+
+
+class _SessionAuth(_Configured, OAuthClientProvider):
+    """The SDK's provider without its interactive part (module doc, `session_auth`)."""
 
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)
@@ -190,26 +310,97 @@ class _SessionAuth(OAuthClientProvider):
             await flow.aclose()
 
 
+class _SecretCredentials(_Configured, ClientCredentialsOAuthProvider):
+    """The SDK's client credentials grant, the client authenticated by its secret."""
+
+
+class _PrivateKeyCredentials(_Configured, PrivateKeyJWTOAuthProvider):
+    """The SDK's client credentials grant, the client authenticated by a JWT it signs."""
+
+
 def _needs_a_person(response: httpx2.Response) -> bool:
     challenge = response.headers.get("www-authenticate", "")
     return response.status_code == 401 or (response.status_code == 403 and "insufficient_scope" in challenge)
 
 
 def server_key(config: HttpServerConfig) -> str:
-    """Whose credentials: the server and its URL (another URL is another server's)."""
-    return f"{config.bundle_id or config.name} {config.server_parameters.url}"
+    """Whose credentials: the server, its URL and the resource asked for (another URL or
+    resource is another server's)."""
+    key = f"{config.bundle_id or config.name} {config.server_parameters.url}"
+    resource = config.oauth.resource if config.oauth is not None else None
+    return f"{key} {resource}" if resource else key
 
 
-def session_auth(config: MCPServerConfig, store: OAuthTokenStore) -> httpx2.Auth | None:
-    """The auth of a connection to `config`'s server (None: it has no `oauth` block)."""
+def session_auth(config: MCPServerConfig, store: OAuthTokenStore, secrets: ClientSecrets) -> httpx2.Auth | None:
+    """The auth of a connection to `config`'s server (None: it has no `oauth` block). A
+    client credentials grant needs nobody, so it runs here whenever the server asks."""
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         return None
-    storage = StoredCredentials(store, server_key(config))
-    return _SessionAuth(
-        config.server_parameters.url,
-        _client_metadata(config.oauth, _UNUSED_REDIRECT),
-        storage,
-    )
+    return _provider(config, StoredCredentials(store, server_key(config)), secrets, _UNUSED_REDIRECT, None)
+
+
+#: The authorization code flow's two hooks: (redirect_handler, callback_handler).
+CodeHandlers = tuple[Callable[[str], Awaitable[None]], Callable[[], Awaitable[AuthorizationCodeResult]]]
+
+
+def _provider(
+    config: HttpServerConfig,
+    storage: StoredCredentials,
+    secrets: ClientSecrets,
+    redirect_uri: str,
+    handlers: CodeHandlers | None,
+) -> _Configured:
+    """The SDK's provider for `config`'s mode: with `handlers`, one that runs the whole
+    authorization code flow; without, one that never asks a person (`_SessionAuth`)."""
+    assert config.oauth is not None
+    options = config.oauth
+    mode = oauth_mode(options.mode, config.bundle_id or config.name)
+    url = config.server_parameters.url
+    scope = " ".join(options.scopes) or None
+    provider: _Configured
+    if isinstance(mode, ClientCredentials):
+        with warnings.catch_warnings():  # without an issuer the SDK warns; resolve_secrets logged it
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            if mode.secret_input is not None:
+                provider = _SecretCredentials(
+                    url, storage, mode.client_id, secrets[mode.secret_input], scope=scope, issuer=mode.issuer
+                )
+            else:
+                assert mode.private_key_input is not None
+                provider = _PrivateKeyCredentials(
+                    url, storage, mode.client_id, _signed_assertions(mode, secrets[mode.private_key_input]),
+                    scope=scope, issuer=mode.issuer,
+                )
+        provider.configure(storage, None, mode.secret_input is not None, options.resource)
+        return provider
+    fixed = None
+    if mode.client_id is not None:
+        fixed = OAuthClientInformationFull(
+            client_id=mode.client_id,
+            client_secret=secrets[mode.secret_input] if mode.secret_input else None,
+            redirect_uris=[AnyUrl(redirect_uri)],
+            token_endpoint_auth_method="client_secret_basic" if mode.secret_input else "none",
+        )
+    metadata = _client_metadata(options, redirect_uri)
+    if handlers is None:
+        provider = _SessionAuth(url, metadata, storage, client_metadata_url=mode.metadata_url)
+    else:
+        provider = _AuthorizationCodeFlow(url, metadata, storage, *handlers, client_metadata_url=mode.metadata_url)
+    provider.configure(storage, fixed, mode.secret_input is not None, options.resource)
+    return provider
+
+
+def _signed_assertions(mode: ClientCredentials, private_key: str) -> Callable[[str], Awaitable[str]]:
+    """RFC 7523 client assertions signed with `private_key` (PEM), for the authorization
+    server's issuer or the configured ``tokenEndpointAudience``."""
+    signed = SignedJWTParameters(
+        issuer=mode.client_id, subject=mode.client_id, signing_key=private_key, signing_algorithm=mode.algorithm
+    ).create_assertion_provider()
+
+    async def assertion(audience: str) -> str:
+        return await signed(mode.audience or audience)
+
+    return assertion
 
 
 def _client_metadata(options: OAuthOptions, redirect_uri: str) -> OAuthClientMetadata:
@@ -226,6 +417,7 @@ def _client_metadata(options: OAuthOptions, redirect_uri: str) -> OAuthClientMet
 async def authorize(
     config: MCPServerConfig,
     store: OAuthTokenStore,
+    secrets: ClientSecrets,
     open_url: OpenUrl,
     redirect_uri: str | None,
     timeout: float,
@@ -233,7 +425,7 @@ async def authorize(
 ) -> None:
     """Run the SDK's authorization flow for `config`'s server, storing its tokens (module
     doc), within `timeout` seconds (the listener is closed when this returns or raises);
-    `request_timeout` bounds each HTTP request."""
+    `request_timeout` bounds each HTTP request. A client credentials grant asks nobody."""
     server = config.bundle_id or config.name
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         raise BadRequestError(
@@ -241,33 +433,29 @@ async def authorize(
         )
     try:
         with anyio.fail_after(timeout):
-            await _authorize(config, config.oauth, server, store, open_url, redirect_uri, request_timeout)
+            status = await _authorize(config, server, store, secrets, open_url, redirect_uri, request_timeout)
     except TimeoutError:
         raise TimeoutError(f"MCP server {server!r} was not authorized within {timeout:g}s") from None
+    if status in (401, 403):
+        raise OAuthAuthorizationError(
+            f"MCP server {server!r} still refuses the authorization (HTTP {status})",
+            details={"mcp_server": server},
+        )
     log.info("MCP server %r: authorized", server)
 
 
 async def _authorize(
     config: HttpServerConfig,
-    options: OAuthOptions,
     server: str,
     store: OAuthTokenStore,
+    secrets: ClientSecrets,
     open_url: OpenUrl,
     redirect_uri: str | None,
     request_timeout: float,
-) -> None:
-    url = config.server_parameters.url
+) -> int:
+    """The MCP endpoint's status once the flow has run."""
     async with _code_receiver(redirect_uri) as (redirect, wait_for_redirect):
         storage = StoredCredentials(store, server_key(config), redirect_uri=redirect)
-        preregistered = options.mode.get("clientId") if options.mode.get("registration") == "preregistered" else None
-        if preregistered:
-            await storage.set_client_info(
-                OAuthClientInformationFull(
-                    client_id=preregistered,
-                    redirect_uris=[AnyUrl(redirect)],
-                    token_endpoint_auth_method="none",
-                )
-            )
         handed_back: list[str] = []
 
         async def redirect_handler(authorization_url: str) -> None:
@@ -279,13 +467,7 @@ async def _authorize(
         async def callback_handler() -> AuthorizationCodeResult:
             return _code_result(handed_back[0] if handed_back else await wait_for_redirect(), server)
 
-        provider = OAuthClientProvider(
-            url,
-            _client_metadata(options, redirect),
-            storage,
-            redirect_handler,
-            callback_handler,
-        )
+        provider = _provider(config, storage, secrets, redirect, (redirect_handler, callback_handler))
         try:
             status = await _touch(config, provider, request_timeout)
             if provider.context.oauth_metadata is not None:
@@ -300,11 +482,7 @@ async def _authorize(
                 f"authorization of MCP server {server!r} failed ({type(exc).__name__})",
                 details={"mcp_server": server},
             ) from None
-    if status in (401, 403):
-        raise OAuthAuthorizationError(
-            f"MCP server {server!r} still refuses the authorization (HTTP {status})",
-            details={"mcp_server": server},
-        )
+    return status
 
 
 async def _touch(config: HttpServerConfig, provider: httpx2.Auth, request_timeout: float) -> int:

@@ -17,9 +17,9 @@ from typing import Any, Awaitable, Callable, Coroutine, TypeVar
 
 import anyio
 import attrs
+import httpx2
 
 from ...protocol.models import CallToolResult, MCPServerConfig, StdioServerConfig
-from ..config.oauth_store import OAuthTokenStore
 from .adapter import (
     McpConnectionLost,
     McpRequestFailed,
@@ -28,7 +28,6 @@ from .adapter import (
     describe_failure,
     open_session,
 )
-from .oauth import session_auth
 from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail
@@ -40,8 +39,8 @@ T = TypeVar("T")
 
 #: Starts a long-lived task on the loop: `spawn(function, name)` (the bridge's).
 Spawn = Callable[[Callable[[], Coroutine[Any, Any, Any]], str], None]
-#: The OAuth credential store, made when a server with an `oauth` block first needs it.
-StoreFactory = Callable[[], OAuthTokenStore]
+#: The auth of each new connection (`oauth.session_auth`; None: the server has no `oauth` block).
+SessionAuth = Callable[[], httpx2.Auth | None]
 
 
 class ServerUnavailable(Exception):
@@ -62,7 +61,7 @@ class ServerConnection:
         policy: ServerPolicy,
         publish: Callable[[ServerEvent], None],
         spawn: Spawn,
-        oauth_store: StoreFactory,
+        session_auth: SessionAuth | None,
     ) -> None:
         assert config.bundle_id is not None, "the manager resolves the bundle_id before connecting"
         self.config = config
@@ -71,7 +70,7 @@ class ServerConnection:
         self._policy = policy
         self._publish = publish
         self._spawn = spawn
-        self._oauth_store = oauth_store
+        self._session_auth = session_auth
         state = ServerState.DISABLED if config.disabled else ServerState.STOPPED
         self.status = ServerStatus(name=config.name, bundle_id=self.bundle_id, state=state)
         self._stderr = StderrTail(self.bundle_id)
@@ -203,13 +202,12 @@ class ServerConnection:
         """Connect, serve until the connection dies, and say why it ended."""
         self._stderr.lines.clear()  # "its last stderr lines" are this attempt's only
         try:
-            oauth = getattr(self.config, "oauth", None)
             async with open_session(
                 self.config,
                 on_notification=self._on_notification,
                 stderr_tail=self._stderr,
                 init_timeout=self._policy.init_timeout,
-                auth=session_auth(self.config, self._oauth_store()) if oauth is not None else None,
+                auth=self._session_auth() if self._session_auth is not None else None,
             ) as session:
                 with anyio.fail_after(self._policy.init_timeout):
                     tools = await session.list_tools() if session.capabilities.tools else ()

@@ -53,9 +53,10 @@ class OAuthOptions:
     (camelCase); `mode` is checked when the server is configured (README, "OAuth for
     remote MCP servers")."""
 
-    #: ``{"type": "authorizationCode", "registration": "dynamic"}`` or a pre-registered client.
+    #: ``{"type": "authorizationCode", "registration": "dynamic"}`` or another of the five
+    #: modes (`computer.config.oauth_mode` reads it).
     mode: dict[str, Any]
-    #: The RFC 8707 resource: refused when set (`config.fields`), the SDK takes the server's.
+    #: The RFC 8707 resource asked for (None: the SDK takes the server's URL).
     resource: str | None = None
     scopes: list[str] = empty_list()
     client_name: str | None = field(default=None, wire="clientName", aliases=("client_name",))
