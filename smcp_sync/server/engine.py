@@ -359,6 +359,11 @@ class SocketIOServer(socketio.Server):
             return None
         return super().start_background_task(target, *args, **kwargs)
 
+    def run_handler(self, fn: Any, *args: Any) -> bool:
+        """Run `fn(*args)` on the event handlers' pool; False when it is full (or shut
+        down): the job will not run."""
+        return self._handler_pool.submit(fn, *args)
+
     def _refuse_busy(self, eio_sid: str, data: Any, namespace: str, id: int | None) -> None:
         """Answer an event the handler pool is too full to take (`WorkerPool`), so its
         caller hears it at once instead of waiting out its timeout."""

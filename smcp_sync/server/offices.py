@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import socketio
-
 from ..protocol.errors import ErrorCode, ForbiddenError, OfficeError
 from ..protocol.events import NAMESPACE
+from .engine import SocketIOServer
 from .office_rules import Session
 from .registry import OfficeRegistry
 
@@ -21,7 +20,7 @@ def office_room(office_id: str) -> str:
 
 
 class Offices:
-    def __init__(self, sio: socketio.Server, registry: OfficeRegistry) -> None:
+    def __init__(self, sio: SocketIOServer, registry: OfficeRegistry) -> None:
         self.sio = sio
         self.registry = registry
 

@@ -22,7 +22,8 @@ Keys (after the deployment's prefix, `redis_deployment`): ``epoch``; ``s:{sid}``
 session (JSON); ``o:{office}`` its members (sorted set, scored by the ``order`` counter
 at join); ``n:{incarnation}`` an incarnation's sids; ``alive:{incarnation}``; ``nodes``
 (incarnation -> its epoch). Channel ``gone`` carries the sid of every session that ends,
-so the nodes fail requests forwarded to it at once. Redis Cluster is not supported
+so the nodes fail requests forwarded to it at once; ``left`` the sid of every member that
+leaves or moves office, so the nodes forget where they saw it (`seen_members`). Redis Cluster is not supported
 (scripts touch keys they compute).
 """
 
@@ -46,6 +47,7 @@ from ..protocol.models import Role
 from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 from .redis_deployment import deployment_prefix, redacted
 from .registry import OfficeRegistry, RegistryListener
+from .seen_members import SeenMembers
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_NODE_TTL = 5.0
 #: Longest a Redis command may block (connect or answer).
 REDIS_TIMEOUT = 2.0
-#: Members of other nodes remembered from `find` (and sessions seen ending), at most.
+#: Members of other nodes remembered from `find` (and sessions heard ending), at most.
 REMEMBERED = 10_000
 
 _REMOVE = """
@@ -189,9 +191,9 @@ class RedisRegistry(OfficeRegistry):
         self._local: dict[str, Session] = {}
         self._local_names: dict[tuple[str, Role, str], str] = {}
         self._unsynced_drops: set[str] = set()
-        # Sessions of other nodes as `find` last saw them, and those seen ending since (the
-        # `gone` channel): `session()` answers for them without a round trip.
-        self._found: collections.OrderedDict[str, Session] = collections.OrderedDict()
+        # Members of other nodes as `find` last saw them, and sessions heard ending since
+        # (the `gone` channel): `recall()` and `session()` answer for them without a round trip.
+        self._seen = SeenMembers(REMEMBERED)
         self._ended: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._epoch: str | None = None
         self.incarnation = uuid.uuid4().hex
@@ -235,10 +237,9 @@ class RedisRegistry(OfficeRegistry):
     def session(self, sid: str) -> Session | None:
         """This node's sessions from memory; one of another node as `find` last saw it
         (the routing hot path asks right after a find), unless it was heard ending since;
-        any other from Redis. (An end heard just before the find's answer is missed: a
-        call to it then ends in its 408, not a 404 at once.)"""
+        any other from Redis."""
         with self._lock:
-            known = self._local.get(sid) or self._found.get(sid)
+            known = self._local.get(sid) or self._seen.get(sid)
             if known is not None or sid in self._ended:
                 return known
         with self._available():
@@ -270,6 +271,7 @@ class RedisRegistry(OfficeRegistry):
         with self._available():
             with self._redis.pipeline(transaction=True) as pipe:
                 self._queue_removal(pipe, left)
+                pipe.publish(self._key("left"), sid)
                 pipe.execute()
         with self._lock:
             self._forget_name(left)
@@ -277,11 +279,24 @@ class RedisRegistry(OfficeRegistry):
                 self._local[sid] = attrs.evolve(left, name=None, office_id=None)
         return left
 
-    def find(self, office_id: str, role: Role, name: str) -> Session | None:
-        with self._lock:  # a member of this node needs no round trip
+    def recall(self, office_id: str, role: Role, name: str) -> tuple[bool, Session | None]:
+        """A member of this node, or one of another node as `find` last saw it (until it
+        is heard ending, leaving or moving): no round trip. Anything else: ask `find`."""
+        with self._lock:
             sid = self._local_names.get((office_id, role, name))
             if sid is not None:
-                return self._local[sid]
+                return True, self._local[sid]
+            seen = self._seen.named(office_id, role, name)
+            if seen is not None and seen.sid not in self._ended:
+                return True, seen
+        return False, None
+
+    def find(self, office_id: str, role: Role, name: str) -> Session | None:
+        known, member = self.recall(office_id, role, name)
+        if known:
+            return member
+        with self._lock:
+            seen_at = self._seen.forgotten
         with self._available():
             raw = self._find(args=[self._prefix, office_id, role, name])
         if not raw:
@@ -289,7 +304,7 @@ class RedisRegistry(OfficeRegistry):
         found = _decode(raw)
         with self._lock:  # Redis has it live: also one heard ending when its node was purged, then came back
             self._ended.pop(found.sid, None)
-            _remember(self._found, found.sid, found)
+            self._seen.remember(found, seen_at)
         return found
 
     def members(self, office_id: str) -> list[Session]:
@@ -393,6 +408,8 @@ class RedisRegistry(OfficeRegistry):
             pipe.execute()
         with self._lock:
             recovering = self._epoch is not None
+            if epoch != self._epoch:  # Redis lost its data: where members were seen may be stale
+                self._seen.clear()
             self._epoch, self.incarnation = epoch, incarnation
             self._unwritten = {sid for sid, session in self._local.items() if session.joined}
             count = len(self._unwritten)
@@ -460,17 +477,28 @@ class RedisRegistry(OfficeRegistry):
             self._beat_logged()
 
     def _follow_gone(self) -> None:
-        """Tell the listener about every session that ends anywhere (the `gone` channel)."""
+        """Tell the listener about every session that ends anywhere (the `gone` channel);
+        forget where members were seen when they end, leave or move (`left`), and all of
+        them when the subscription (re)starts: what was published before was missed."""
+        gone, left = self._key("gone"), self._key("left")
         while not self._stopping.is_set():
-            pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+            pubsub = self._redis.pubsub()
             try:
-                pubsub.subscribe(self._key("gone"))
+                pubsub.subscribe(gone, left)
                 while not self._stopping.is_set():
                     message = pubsub.get_message(timeout=0.5)
-                    if message is not None and message["type"] == "message":
+                    if message is None:
+                        continue
+                    if message["type"] == "subscribe":
+                        with self._lock:
+                            self._seen.clear()
+                    elif message["type"] == "message" and message["channel"] == left:
+                        with self._lock:
+                            self._seen.forget(message["data"])
+                    elif message["type"] == "message":
                         sid = message["data"]
                         with self._lock:
-                            self._found.pop(sid, None)
+                            self._seen.forget(sid)
                             _remember(self._ended, sid, None)
                         self._tell(lambda listener: listener.session_gone(sid))
             except RedisError:
@@ -509,6 +537,8 @@ class RedisRegistry(OfficeRegistry):
                 return _Written(outcome, incarnation, [])
             order = pipe.incr(self._key("order"))  # members list in join order, whichever node
             pipe.multi()
+            if outcome.left is not None or own is not None:  # moving: it was seen elsewhere
+                pipe.publish(self._key("left"), current.sid)
             if outcome.left is not None:
                 self._queue_removal(pipe, outcome.left)
             if own is not None and json.loads(own)["office_id"] not in (office_id, current.office_id):

@@ -79,6 +79,12 @@ class OfficeRegistry(abc.ABC):
     def find(self, office_id: str, role: Role, name: str) -> Session | None:
         """The member of `office_id` with that role and name."""
 
+    def recall(self, office_id: str, role: Role, name: str) -> tuple[bool, Session | None]:
+        """``(True, member or None)`` when this process knows without waiting on anything;
+        ``(False, None)`` when only `find` can tell, which may wait on a shared registry
+        (routing then asks it off the thread reading the caller's socket)."""
+        return True, self.find(office_id, role, name)
+
     @abc.abstractmethod
     def members(self, office_id: str) -> list[Session]:
         """Everyone in `office_id`, in the order they joined."""

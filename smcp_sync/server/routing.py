@@ -6,6 +6,12 @@ relayed unchanged (except an error in the nested form of older Computers, which 
 the flat payload current Agents read), sent from the thread its ack arrives on: no
 handler thread waits for it (`pending`). A Computer that does not answer in time yields
 408, one that disconnects first yields 404 at once.
+
+Routing runs on the thread reading the Agent's socket, so it never waits there: a
+Computer this process knows where to find (its own, or one of another process seen
+before: `OfficeRegistry.recall`) is forwarded at once; any other is looked up in the
+shared registry (a Redis round trip, which a hung Redis makes last up to its timeout) on
+the event handlers' bounded pool (README, Scale-out).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Protocol
 
 from ..protocol import events
-from ..protocol.errors import BadRequestError, NotFoundError, SMCPError, SMCPTimeoutError
+from ..protocol.errors import BadRequestError, InternalError, NotFoundError, SMCPError, SMCPTimeoutError
 from ..protocol.events import NAMESPACE
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from ..protocol.models import (
@@ -34,6 +40,7 @@ from ..protocol.models import (
     ToolCallReq,
 )
 from .answers import parse_payload
+from .office_rules import Session
 from .offices import Offices
 from .pending import Outcome, PendingCalls
 
@@ -91,19 +98,40 @@ class Router:
         req = parse_payload(model, args)
         caller = self._offices.agent(sid, req.agent)
         assert caller.office_id is not None  # a member: it is in an office
-        target = self._offices.registry.find(caller.office_id, "computer", req.computer)
+        timeout = self._timeout_for(req)
+        known, target = self._offices.registry.recall(caller.office_id, "computer", req.computer)
+        if known:
+            return self._forward(event, req, args[0], timeout, target)
+        answer: Future[Any] = Future()
+        if not self._offices.sio.run_handler(self._look_up_and_forward, event, req, args[0], timeout, caller.office_id, answer):
+            raise InternalError("the Server is busy (its handler pool is full); try again", details={"busy": True})
+        return answer
+
+    def _look_up_and_forward(
+        self, event: str, req: RoutedRequest, payload: Any, timeout: float, office_id: str, answer: Future[Any]
+    ) -> None:
+        """On a pool thread: find the Computer in the shared registry, then forward;
+        `answer` gets the outcome (a refusal or the Computer's answer)."""
+        try:
+            target = self._offices.registry.find(office_id, "computer", req.computer)
+            forwarded = self._forward(event, req, payload, timeout, target)
+        except Exception as exc:  # `answers` turns it into the coded answer
+            answer.set_exception(exc)
+            return
+        forwarded.add_done_callback(functools.partial(_settle_with, answer))
+
+    def _forward(self, event: str, req: RoutedRequest, payload: Any, timeout: float, target: Session | None) -> Future[Any]:
         if target is None:
             raise NotFoundError(
                 f"no computer named {req.computer!r} in this office", details={"computer": req.computer}
             )
         if event in EXTENSION_REQUESTS and event not in target.handshake.extensions:  # it would never answer
             raise ExtensionNotSupportedError.refusal(event, "computer", f"computer {req.computer!r}")
-        timeout = self._timeout_for(req)
         forwarded = self._pending.forward(target.sid, timeout, functools.partial(_relay, event, req.computer, timeout))
         if self._offices.registry.session(target.sid) is None:
             forwarded.peer_gone()
         else:
-            self._offices.sio.emit(event, args[0], to=target.sid, namespace=NAMESPACE, callback=forwarded.answer)
+            self._offices.sio.emit(event, payload, to=target.sid, namespace=NAMESPACE, callback=forwarded.answer)
             forwarded.emitted()
         return forwarded.future
 
@@ -116,6 +144,14 @@ class Router:
                 details={"errors": ["out of range @ $.timeout"]},
             )
         return req.timeout + self._tool_call_buffer
+
+
+def _settle_with(answer: Future[Any], done: Future[Any]) -> None:
+    error = done.exception()
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(done.result())
 
 
 def _relay(event: str, computer: str, timeout: float, outcome: Outcome, answer: tuple[Any, ...]) -> Any:

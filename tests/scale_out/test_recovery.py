@@ -239,3 +239,29 @@ def test_a_member_purged_with_its_node_and_written_back_is_found_and_known_again
         a.beat()  # a sees it was declared dead: a new incarnation writes pc back
         assert b.find("o", "computer", "pc") is not None
         assert b.session("pc-sid") is not None
+
+
+def test_where_a_member_of_another_node_is_is_remembered_until_it_leaves_or_moves() -> None:
+    """Routing recalls a Computer of another node without a round trip once found, until
+    it is heard moving or leaving (the `left` channel), and forgets every such place when
+    its subscription is cut (what was published meanwhile was missed)."""
+    with redis_server() as redis, node(redis.url) as (a, _), node(redis.url) as (b, _):
+        joined(a, "pc-sid", "computer", "pc", "o")
+        assert b.recall("o", "computer", "pc") == (False, None)  # never seen: only find can tell
+        found = b.find("o", "computer", "pc")
+        assert found is not None and b.recall("o", "computer", "pc") == (True, found)
+
+        a.join("pc-sid", "computer", "pc", "p")  # moves office
+        wait_until(lambda: b.recall("o", "computer", "pc") == (False, None), 10.0, "the move heard")
+        assert b.find("o", "computer", "pc") is None
+        moved = b.find("p", "computer", "pc")
+        assert moved is not None and moved.office_id == "p" and b.recall("p", "computer", "pc") == (True, moved)
+
+        a.leave("pc-sid", "p")
+        wait_until(lambda: b.recall("p", "computer", "pc") == (False, None), 10.0, "the leave heard")
+        assert b.find("p", "computer", "pc") is None
+
+        a.join("pc-sid", "computer", "pc", "o")
+        assert b.find("o", "computer", "pc") is not None and b.recall("o", "computer", "pc")[0]
+        redis.command("CLIENT", "KILL", "TYPE", "pubsub")
+        wait_until(lambda: b.recall("o", "computer", "pc") == (False, None), 10.0, "forgotten on resubscribing")
