@@ -9,6 +9,7 @@ sleeps under way end at shutdown and `drop_all_connections` closes without waiti
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import socket
@@ -614,12 +615,24 @@ class StoppableRedisManager(socketio.RedisManager):
     * Its listener thread ends on `close()` (the stock one loops for the life of the
       process): the private generator `_listen` raises `_ListenerClosed` once closing,
       which the private `_thread` loop lets through (it catches every Exception, and
-      logs an error when the generator returns) and our `_thread` ends on."""
+      logs an error when the generator returns) and our `_thread` ends on.
+    * Its ack ids never repeat: the stock ids count per sid from 1 in a table that
+      `forget_acks` drops when a session is heard gone, which across processes may be
+      while it lives on (its node declared dead, then written back); a table counted
+      again from 1 would let a late answer to a failed call settle a new one. One
+      counter for the whole manager hands out each id once (private `_generate_ack_id`;
+      tox's `lowest` environment runs the oldest python-socketio allowed)."""
 
     def __init__(self, url: str, **kwargs: Any) -> None:
         super().__init__(url, **kwargs)
         self._closing = threading.Event()
         self._publisher = Publisher(super()._publish)
+        self._ack_ids = itertools.count(1)
+
+    def _generate_ack_id(self, sid: str, callback: Any) -> int:
+        id = next(self._ack_ids)
+        self.callbacks.setdefault(sid, {0: self._ack_ids})[id] = callback  # 0: the table's counter, as stock
+        return id
 
     def _publish(self, data: Any) -> None:
         self._publisher.submit(data)
