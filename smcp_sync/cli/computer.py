@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from ..computer import ServersNotStartedError
 
     try:
-        computer = _configured_computer(args)
+        computer = configured_computer(args)
         auth, headers = client_credentials(args)
     except (BadRequestError, ValueError) as exc:
         return _fail(exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
@@ -110,14 +110,18 @@ def run(args: argparse.Namespace) -> int:
         computer.close()
 
 
-def _configured_computer(args: argparse.Namespace) -> Computer:
-    """The Computer of --config / --inputs / --input. A configuration error names the
-    file and, for a server config, the server; the field is in the codec's message."""
+def configured_computer(args: argparse.Namespace, only: str | None = None) -> Computer:
+    """The Computer of --config / --inputs / --input (with `only`, of that server alone).
+    A configuration error names the file and, for a server config, the server; the
+    field is in the codec's message."""
     from ..computer import Computer, InputMemory, allow_all
-    from ..computer.config.files import ConfigError, load_config, load_inputs
+    from ..computer.config.files import ConfigError, load_config, load_inputs, server_bundle_id
 
     values = dict(_assignment(text) for text in args.input)
     config = _in_file(args.config, load_config)
+    servers = [server for server in config.servers if only is None or server_bundle_id(server) == only]
+    if not servers and only is not None:
+        raise ConfigError(f"{args.config}: no MCP server {only!r}", details={"mcp_server": only})
     inputs = [*config.inputs, *(_in_file(args.inputs, load_inputs) if args.inputs else ())]
     computer = Computer(
         args.name,
@@ -130,7 +134,7 @@ def _configured_computer(args: argparse.Namespace) -> Computer:
         skill_home=args.skill_home,
         confirm=allow_all if args.allow_all_tools else None,
     )
-    for index, server in enumerate(config.servers):
+    for index, server in enumerate(servers):
         try:
             computer.add_server(server)
         except BadRequestError as exc:

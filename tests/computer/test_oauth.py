@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
+import socket
 import stat
+import subprocess
+import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -144,7 +149,7 @@ def test_a_user_who_never_comes_back_times_out_and_the_listener_is_closed(
     shown: list[str] = []
     with computer(url, FileTokenStore(tmp_path)) as host:
         host.start()
-        with pytest.raises(TimeoutError):
+        with pytest.raises(TimeoutError, match=r"^MCP server 'locked' was not authorized within 1.5s$"):
             host.authorize("locked", shown.append, timeout=1.5)
         redirect = dict(part.split("=", 1) for part in shown[0].split("?", 1)[1].split("&"))["redirect_uri"]
         listener = urllib.parse.unquote(redirect)
@@ -216,3 +221,71 @@ def test_the_default_store_is_the_keyring_when_one_is_usable_else_files_under_th
         assert store.load("locked http://x/mcp/tokens") is None
     finally:
         keyring.set_keyring(before)
+
+
+def test_smcp_sync_authorize_prints_the_url_waits_for_the_user_and_stores_the_tokens_for_a_computer(
+    provider: tuple[AuthorizationServer, str], tmp_path: Path, no_leaks: None
+) -> None:
+    _, url = provider
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"servers": [http_config("locked", "streamable", url, oauth=OAUTH)]}))
+    environment = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # no keyring: the file store
+    }
+    command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
+    proc = subprocess.Popen(
+        [*command, "authorize", "locked", "--config", str(config), "--no-browser", "--timeout", "30"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
+        assert lines.get(timeout=30) == "To authorize MCP server 'locked', open this URL in a web browser:\n"
+        Browser()(lines.get(timeout=5).strip())
+        assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
+        assert lines.get(timeout=5) == "MCP server 'locked' is authorized; its tokens are stored for the next runs\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    with computer(url, FileTokenStore(tmp_path / "config" / "smcp_sync" / "oauth")) as host:
+        host.start()
+        assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+
+
+def test_an_authorization_that_cannot_reach_the_server_raises_4007_naming_why(tmp_path: Path, no_leaks: None) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = http_config("locked", "streamable", f"http://127.0.0.1:{port}/mcp", oauth=OAUTH)
+    with Computer("c", [config], policy=FAST, confirm=allow_all, oauth_store=FileTokenStore(tmp_path)) as host:
+        host.start(timeout=5)
+        with pytest.raises(OAuthAuthorizationError) as failed:
+            host.authorize("locked", Browser(), timeout=10)
+        assert failed.value.message == "authorization of MCP server 'locked' failed (ConnectError)"
+
+
+def test_smcp_sync_authorize_exits_2_for_a_server_not_in_the_config_and_1_when_the_user_never_comes_back(
+    provider: tuple[AuthorizationServer, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], no_leaks: None
+) -> None:
+    from smcp_sync.cli import main
+
+    _, url = provider
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([http_config("locked", "streamable", url, oauth=OAUTH)]))
+    assert main(["authorize", "other", "--config", str(config)]) == 2
+    assert capsys.readouterr().err == f"smcp-sync authorize: {config}: no MCP server 'other'\n"
+    assert main(["authorize", "locked", "--config", str(config), "--no-browser", "--timeout", "1"]) == 1
+    shown = capsys.readouterr()
+    assert shown.out.startswith("To authorize MCP server 'locked', open this URL in a web browser:\nhttp://127.0.0.1:")
+    assert shown.err.endswith("smcp-sync authorize: MCP server 'locked' was not authorized within 1s\n")

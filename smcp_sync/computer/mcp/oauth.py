@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import sys
 import time
 import warnings
 from typing import Any, AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Union
@@ -70,6 +71,9 @@ from ...protocol.models import (
 )
 from ..config.oauth_mode import ClientCredentials, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
 
 log = logging.getLogger(__name__)
 
@@ -551,15 +555,20 @@ async def _code_receiver(
         await arrived.wait()
         return received[0]
 
-    async with (
-        listener,
-        anyio.create_task_group() as group,
-    ):  # the listener closes after its server
-        group.start_soon(listener.serve, handle)
-        try:
-            yield f"http://127.0.0.1:{port}{_CALLBACK_PATH}", wait_for_redirect
-        finally:
-            group.cancel_scope.cancel()
+    try:
+        async with (
+            listener,
+            anyio.create_task_group() as group,
+        ):  # the listener closes after its server
+            group.start_soon(listener.serve, handle)
+            try:
+                yield f"http://127.0.0.1:{port}{_CALLBACK_PATH}", wait_for_redirect
+            finally:
+                group.cancel_scope.cancel()
+    except BaseExceptionGroup as errors:  # the task group wraps what the flow raised
+        if len(errors.exceptions) != 1:
+            raise
+        raise errors.exceptions[0] from None
 
 
 async def _request_target(stream: anyio.abc.SocketStream) -> str | None:
