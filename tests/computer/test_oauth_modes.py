@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -58,7 +59,7 @@ def web_view(authorization_url: str) -> str:
     return answer.headers["location"]
 
 
-def test_client_credentials_with_a_secret_need_nobody_and_the_secret_is_shown_nowhere(
+def test_client_credentials_with_a_secret_need_nobody_a_wrong_secret_is_4006_and_the_secret_is_shown_nowhere(
     provider: tuple[AuthorizationServer, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -68,11 +69,14 @@ def test_client_credentials_with_a_secret_need_nobody_and_the_secret_is_shown_no
     issuer, url = provider
     caplog.set_level(logging.DEBUG)
     client_id, secret = issuer.add_client("client_secret_basic")
-    monkeypatch.setenv("A2C_SMCP_oauth_secret", secret)
+    monkeypatch.setenv("A2C_SMCP_oauth_secret", "not-the-secret")
     granted = issuer.grants["client_credentials"]
     mode = {"type": "clientCredentialsSecret", "clientId": client_id, "clientSecretInput": "oauth_secret", "issuer": issuer.url}
     with computer(url, mode, tmp_path) as host:
         host.start()
+        assert_authorization_needed(host.call_tool("locked__echo", {"text": "hi"}, timeout=20))  # refused: 4006 at once
+        assert "invalid_client" not in host.server_statuses()[0].error
+        assert host.set_input("oauth_secret", secret) == ["locked"]  # configured again, with the right one
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"  # nobody authorized it
         assert issuer.grants["client_credentials"] == granted + 1
         issuer.revoke_everything()  # a new token is fetched, again asking nobody
@@ -129,6 +133,7 @@ def test_a_confidential_preregistered_client_authenticates_as_the_authorization_
     client_id, secret = issuer.add_client(method, redirect_uris=["myapp://oauth"])
     monkeypatch.setenv("A2C_SMCP_oauth_secret", secret)
     monkeypatch.setattr(issuer, "auth_methods", offered)
+    monkeypatch.setattr(issuer, "ttl", 1.0)
     mode = {"type": "authorizationCode", "registration": "preregistered", "clientId": client_id, "clientSecretInput": "oauth_secret"}
     registrations = len(issuer.clients)
     with computer(url, mode, tmp_path) as host:
@@ -136,6 +141,10 @@ def test_a_confidential_preregistered_client_authenticates_as_the_authorization_
         assert_authorization_needed(host.call_tool("locked__echo", {"text": "hi"}, timeout=20))
         assert host.authorize("locked", web_view, timeout=30, redirect_uri="myapp://oauth").running
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+        refreshes = issuer.grants["refresh_token"]
+        time.sleep(1.2)  # the token expires: refreshed, the client authenticated the same way
+        assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
+        assert issuer.grants["refresh_token"] == refreshes + 1
     assert len(issuer.clients) == registrations
     stored = "".join(path.read_text() for path in (tmp_path / "oauth").iterdir())
     assert "tokens" in json.loads(stored) and secret not in stored  # the secret stays in its input

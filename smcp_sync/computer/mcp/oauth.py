@@ -102,7 +102,8 @@ class StoredCredentials:
     def __init__(self, store: OAuthTokenStore, server_key: str, redirect_uri: str | None = None) -> None:
         self._store = store
         self._key = server_key
-        self._server = server_key.split(" ", 1)[0]  # for logs: a URL may carry a key
+        #: The server's name, for logs (its key's URL may carry a key).
+        self.server = server_key.split(" ", 1)[0]
         self._redirect_uri = redirect_uri
         #: Unix time the loaded token expires (None: unknown or none loaded).
         self.expires_at: float | None = None
@@ -112,7 +113,7 @@ class StoredCredentials:
         try:
             token = OAuthToken.model_validate(record["token"]) if record else None
         except (KeyError, TypeError, ValidationError):
-            log.warning("stored OAuth tokens of MCP server %r unreadable: ignored", self._server)
+            log.warning("stored OAuth tokens of MCP server %r unreadable: ignored", self.server)
             return None
         expires_at = record.get("expires_at") if record else None
         self.expires_at = float(expires_at) if isinstance(expires_at, (int, float)) else None
@@ -133,7 +134,7 @@ class StoredCredentials:
         try:
             client = OAuthClientInformationFull.model_validate(record) if record else None
         except ValidationError:
-            log.warning("stored OAuth client of MCP server %r unreadable: ignored", self._server)
+            log.warning("stored OAuth client of MCP server %r unreadable: ignored", self.server)
             return None
         if client is not None and self._redirect_uri is not None:
             if self._redirect_uri not in [str(uri) for uri in client.redirect_uris or ()]:
@@ -163,7 +164,7 @@ class StoredCredentials:
             log.warning(
                 "OAuth %s of MCP server %r could not be read (%s)",
                 record,
-                self._server,
+                self.server,
                 type(exc).__name__,
             )
             return None
@@ -175,7 +176,7 @@ class StoredCredentials:
             log.warning(
                 "OAuth %s of MCP server %r could not be stored (%s)",
                 record,
-                self._server,
+                self.server,
                 type(exc).__name__,
             )
 
@@ -237,12 +238,18 @@ class _Configured(OAuthClientProvider):
     in memory (its secret never stored), the client authentication the authorization
     server offers for a configured secret (RFC 8414: ``client_secret_basic`` unless it
     offers only ``client_secret_post``), the ``resource``, and what `StoredCredentials`
-    keeps that the SDK does not (the token's expiry, the authorization server's metadata)."""
+    keeps that the SDK does not (the token's expiry, the authorization server's metadata).
+
+    Under a connection (`session`) a refusal always reaches the session as the MCP
+    server's own 401 / 403 (4006 / 4007): an authorization code flow is not started (it
+    needs a person), and a grant the authorization server refuses (a wrong client secret)
+    is logged by exception type, never raised with the authorization server's answer."""
 
     _stored: StoredCredentials
     _fixed_client: OAuthClientInformationFull | None = None
     _configured_secret = False
     _resource: str | None = None
+    _session = False
 
     def configure(
         self,
@@ -250,14 +257,42 @@ class _Configured(OAuthClientProvider):
         fixed_client: OAuthClientInformationFull | None,
         configured_secret: bool,
         resource: str | None,
+        session: bool,
     ) -> None:
         self._stored = storage
         self._fixed_client = fixed_client
         self._configured_secret = configured_secret
         self._resource = resource
+        self._session = session
         if resource is not None:
             fields = {item.name: getattr(self.context, item.name) for item in dataclasses.fields(self.context)}
             self.context = _ResourceContext(**fields, configured_resource=resource)
+
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super()._auth_flow(request)
+        return self._within_session(flow, request) if self._session else flow
+
+    async def _within_session(
+        self, flow: AsyncGenerator[httpx2.Request, httpx2.Response], request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        person_needed = not isinstance(self, (ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider))
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request and person_needed and _needs_a_person(response):
+                    return  # the refusal reaches the session: 4006 / 4007
+                try:
+                    outgoing = await flow.asend(response)
+                except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
+                    log.warning("MCP server %r: its OAuth grant was refused (%s)", self._stored.server, type(exc).__name__)
+                    request.headers.pop("Authorization", None)
+                    yield request  # the server's own refusal reaches the session: 4006 / 4007
+                    return
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -292,26 +327,8 @@ class _Configured(OAuthClientProvider):
         self.context.client_info = client.model_copy(update={"token_endpoint_auth_method": method})
 
 
-class _AuthorizationCodeFlow(_Configured, OAuthClientProvider):
-    """The SDK's authorization code flow, run when the host asks (`authorize`)."""
-
-
-class _SessionAuth(_Configured, OAuthClientProvider):
-    """The SDK's provider without its interactive part (module doc, `session_auth`)."""
-
-    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        flow = super()._auth_flow(request)
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request and _needs_a_person(response):
-                    return  # the refusal reaches the session: 4006 / 4007
-                outgoing = await flow.asend(response)
-        except StopAsyncIteration:
-            return
-        finally:
-            await flow.aclose()
+class _AuthorizationCode(_Configured, OAuthClientProvider):
+    """The SDK's authorization code flow (run only when the host asks: `authorize`)."""
 
 
 class _SecretCredentials(_Configured, ClientCredentialsOAuthProvider):
@@ -355,7 +372,7 @@ def _provider(
     handlers: CodeHandlers | None,
 ) -> _Configured:
     """The SDK's provider for `config`'s mode: with `handlers`, one that runs the whole
-    authorization code flow; without, one that never asks a person (`_SessionAuth`)."""
+    authorization code flow; without, a connection's (`_Configured`, `session`)."""
     assert config.oauth is not None
     options = config.oauth
     mode = oauth_mode(options.mode, config.bundle_id or config.name)
@@ -375,7 +392,7 @@ def _provider(
                     url, storage, mode.client_id, _signed_assertions(mode, secrets[mode.private_key_input]),
                     scope=scope, issuer=mode.issuer,
                 )
-        provider.configure(storage, None, mode.secret_input is not None, options.resource)
+        provider.configure(storage, None, mode.secret_input is not None, options.resource, handlers is None)
         return provider
     fixed = None
     if mode.client_id is not None:
@@ -386,11 +403,11 @@ def _provider(
             token_endpoint_auth_method="client_secret_basic" if mode.secret_input else "none",
         )
     metadata = _client_metadata(options, redirect_uri)
-    if handlers is None:
-        provider = _SessionAuth(url, metadata, storage, client_metadata_url=mode.metadata_url)
-    else:
-        provider = _AuthorizationCodeFlow(url, metadata, storage, *handlers, client_metadata_url=mode.metadata_url)
-    provider.configure(storage, fixed, mode.secret_input is not None, options.resource)
+    redirect_handler, callback_handler = handlers if handlers is not None else (None, None)
+    provider = _AuthorizationCode(
+        url, metadata, storage, redirect_handler, callback_handler, client_metadata_url=mode.metadata_url
+    )
+    provider.configure(storage, fixed, mode.secret_input is not None, options.resource, handlers is None)
     return provider
 
 
