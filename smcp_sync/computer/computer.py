@@ -440,11 +440,17 @@ class Computer:
         `open_url(url)` shows the authorization URL to the user (default: the web browser).
         The redirect comes back to a listener on 127.0.0.1 (an ephemeral port); or give the
         `redirect_uri` the host receives itself, and return the URL the user was sent to
-        from `open_url`. Raises `OAuthAuthorizationError` (4007) when it is refused or the
-        flow fails, TimeoutError after `timeout`."""
+        from `open_url`. Raises `OAuthAuthorizationError` (4007) when it is refused, the
+        flow fails or `cancel_authorization` stops it, TimeoutError after `timeout`."""
         status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri)
         self._refresh_tools()
         return status
+
+    def cancel_authorization(self, bundle_id: str) -> bool:
+        """Stop the `authorize` call waiting for the user on MCP server `bundle_id` (from
+        another thread): it raises `OAuthAuthorizationError` (4007) and its listener
+        closes. False when no authorization of that server is running."""
+        return self._manager.cancel_authorization(bundle_id)
 
     def set_input(self, input_id: str, value: Any, timeout: float = DEFAULT_START_TIMEOUT) -> list[str]:
         """Give input `input_id` a new value now: each MCP server whose config uses it is

@@ -289,3 +289,31 @@ def test_smcp_sync_authorize_exits_2_for_a_server_not_in_the_config_and_1_when_t
     shown = capsys.readouterr()
     assert shown.out.startswith("To authorize MCP server 'locked', open this URL in a web browser:\nhttp://127.0.0.1:")
     assert shown.err.endswith("smcp-sync authorize: MCP server 'locked' was not authorized within 1s\n")
+
+
+def test_an_authorization_waiting_for_the_user_is_cancelled_from_another_thread(
+    provider: tuple[AuthorizationServer, str], tmp_path: Path, no_leaks: None
+) -> None:
+    _, url = provider
+    shown: queue.Queue[str] = queue.Queue()
+    outcome: queue.Queue[BaseException] = queue.Queue()
+
+    def authorize(host: Computer) -> None:
+        try:
+            host.authorize("locked", shown.put, timeout=30)
+        except BaseException as exc:
+            outcome.put(exc)
+
+    with computer(url, FileTokenStore(tmp_path)) as host:
+        host.start()
+        assert host.cancel_authorization("locked") is False  # nothing to cancel
+        worker = threading.Thread(target=authorize, args=(host,))
+        worker.start()
+        redirect = dict(part.split("=", 1) for part in shown.get(timeout=20).split("?", 1)[1].split("&"))["redirect_uri"]
+        assert host.cancel_authorization("locked") is True
+        worker.join(10)
+        error = outcome.get(timeout=1)
+        assert isinstance(error, OAuthAuthorizationError) and error.code == ErrorCode.TOOL_AUTHORIZATION_FAILED
+        assert error.message == "authorization of MCP server 'locked' was cancelled"
+        with pytest.raises(urllib.error.URLError):  # the listener is closed
+            urllib.request.urlopen(urllib.parse.unquote(redirect), timeout=5)

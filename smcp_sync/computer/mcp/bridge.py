@@ -71,8 +71,6 @@ class EventLoopThread:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
-            if future.done():  # the coroutine's own TimeoutError (the same class from Python 3.11)
-                raise
             future.cancel()
             raise TimeoutError(f"no result within {timeout:g}s") from None
 

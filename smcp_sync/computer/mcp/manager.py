@@ -58,7 +58,7 @@ from .adapter import (
 )
 from .bridge import BridgeClosedError, EventLoopThread
 from .failures import REQUEST_FAILURES, request_error
-from .oauth import OpenUrl, authorize, resolve_secrets, session_auth
+from .oauth import OAuthAuthorizationError, OpenUrl, authorize, resolve_secrets, session_auth
 from .policy import ServerPolicy
 from .server_connection import ServerConnection
 from .status import ServerEvent, ServerState, ServerStatus
@@ -92,6 +92,8 @@ class ServerManager:
         self._raw: dict[str, dict[str, Any]] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._scripts: dict[str, VrlScript | None] = {}
+        #: The authorization flow running for a server (`authorize`), which `cancel_authorization` stops.
+        self._authorizing: dict[str, concurrent.futures.Future[None]] = {}
         self._admin = threading.RLock()  # serialises lifecycle changes (may wait on the loop)
         self._data = threading.Lock()  # guards the three dicts (held only for dict operations)
 
@@ -194,10 +196,34 @@ class ServerManager:
         config = self._connection(name).config
         secrets = resolve_secrets(config, self.inputs.value)
         flow = authorize(config, self.oauth_store(), secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
-        self._bridge.run(flow, timeout + WAIT_GRACE)
+        future = self._bridge.submit(flow)
+        with self._data:
+            self._authorizing[name] = future
+        try:
+            future.result(timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
+        except concurrent.futures.CancelledError:
+            raise OAuthAuthorizationError(
+                f"authorization of MCP server {name!r} was cancelled", details={"mcp_server": name}
+            ) from None
+        except concurrent.futures.TimeoutError:
+            if future.done():  # the flow's own TimeoutError (the same class from Python 3.11)
+                raise
+            future.cancel()
+            raise TimeoutError(f"MCP server {name!r} was not authorized within {timeout:g}s") from None
+        finally:
+            with self._data:
+                if self._authorizing.get(name) is future:
+                    del self._authorizing[name]
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
+
+    def cancel_authorization(self, name: str) -> bool:
+        """Stop the authorization flow running for one server (its `authorize` raises);
+        False when none runs."""
+        with self._data:
+            future = self._authorizing.get(name)
+        return future is not None and future.cancel()
 
     # -- reads ----------------------------------------------------------------------------
 
