@@ -216,6 +216,22 @@ def test_heavy_stderr_never_blocks_the_server(computer_factory: Any) -> None:
         assert computer.call_tool("echo", {"text": str(i)}, timeout=10).text == str(i)
 
 
+def test_every_stderr_line_reaches_the_debug_log_also_those_written_while_the_drain_pauses(
+    computer_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # one 1 KB line at startup and one per call, each read after a pause (stderr_pipe.QUIET_PAUSE)
+    caplog.set_level(logging.DEBUG, logger="smcp_sync.computer.mcp.stderr_pipe")
+    computer = computer_factory(stdio_config("chatty", "--noisy-stderr", "1"))
+    for i in range(5):
+        assert computer.call_tool("echo", {"text": str(i)}, timeout=10).text == str(i)
+
+    def noise() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and r.getMessage().startswith("noise ")]
+
+    wait_until(lambda: len(noise()) >= 6, what="six stderr lines logged")
+    assert len(noise()) == 6 and all(line == "noise " + "x" * 1017 for line in noise())
+
+
 def test_closing_while_a_server_is_still_starting_does_not_hang(no_leaks: None) -> None:
     # a child that never answers initialize (and ignores its closed stdin)
     mute = {"name": "mute", "type": "stdio", "server_parameters": {

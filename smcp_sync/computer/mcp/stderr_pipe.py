@@ -4,7 +4,9 @@ Why a pipe and not our own stderr: the SDK needs a real file (Jupyter's `sys.std
 no `fileno()`), a child blocked on a full stderr pipe stops answering, and a server's
 chatter belongs in our log (DEBUG), with its last lines kept to explain a crash.
 A small task reads the pipe without blocking the loop (no thread), and stops with the
-connection.
+connection. After a read that emptied the pipe it pauses (`QUIET_PAUSE`) before the next:
+servers that log a line or two per request (FastMCP does) would otherwise wake the loop
+once more per tool call, next to the answer; a read that fills the buffer goes on at once.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ TAIL_LINES = 20
 _READ_SIZE = 65536
 #: Reads after the connection ended: what a dying child wrote last explains its death.
 _FINAL_READS = 64
+#: Seconds between reads of a pipe that the last read emptied. Meanwhile the child writes
+#: into the pipe's buffer (64 KB on Linux); one writing more waits at most this long.
+QUIET_PAUSE = 0.02
 
 
 class StderrTail:
@@ -61,7 +66,7 @@ async def stderr_pipe(tail: StderrTail, encoding: str = "utf-8") -> AsyncIterato
         if not writer.closed:
             writer.close()
         for _ in range(_FINAL_READS):
-            if _read_available(read_fd, lines) is not True:
+            if not _read_available(read_fd, lines):
                 break
         lines.flush()
         os.close(read_fd)
@@ -70,22 +75,25 @@ async def stderr_pipe(tail: StderrTail, encoding: str = "utf-8") -> AsyncIterato
 async def _drain(fd: int, lines: _Lines) -> None:
     while True:
         await anyio.wait_readable(fd)
-        if _read_available(fd, lines) is None:
+        read = _read_available(fd, lines)
+        if read is None:
             return
+        if read < _READ_SIZE:
+            await anyio.sleep(QUIET_PAUSE)
 
 
-def _read_available(fd: int, lines: _Lines) -> bool | None:
-    """Read one chunk: True if read, False if nothing right now, None at end of file."""
+def _read_available(fd: int, lines: _Lines) -> int | None:
+    """Read one chunk: how many bytes (0: nothing right now), None at end of file."""
     try:
         chunk = os.read(fd, _READ_SIZE)
     except BlockingIOError:
-        return False
+        return 0
     except OSError:
         return None
     if not chunk:
         return None
     lines.feed(chunk)
-    return True
+    return len(chunk)
 
 
 class _Lines:
