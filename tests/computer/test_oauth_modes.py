@@ -82,6 +82,10 @@ def test_client_credentials_with_a_secret_need_nobody_a_wrong_secret_is_4006_and
         issuer.revoke_everything()  # a new token is fetched, again asking nobody
         assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
         assert issuer.grants["client_credentials"] == granted + 2
+        issuer.revoke_everything()
+        urls: list[str] = []
+        assert host.authorize("locked", urls.append, timeout=20).running and urls == []  # a token, no URL shown
+        assert issuer.grants["client_credentials"] == granted + 3
         shown = json.dumps(to_wire(host.get_config()))
     assert "oauth_secret" in shown and secret not in shown
     stored = "".join(path.read_text() for path in (tmp_path / "oauth").iterdir())

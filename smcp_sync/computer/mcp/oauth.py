@@ -474,7 +474,11 @@ async def _authorize(
     redirect_uri: str | None,
     request_timeout: float,
 ) -> int:
-    """The MCP endpoint's status once the flow has run."""
+    """The MCP endpoint's status once the flow has run (a client credentials grant
+    redirects nobody: no listener)."""
+    assert config.oauth is not None
+    if isinstance(oauth_mode(config.oauth.mode, server), ClientCredentials):
+        redirect_uri = _UNUSED_REDIRECT
     async with _code_receiver(redirect_uri) as (redirect, wait_for_redirect):
         storage = StoredCredentials(store, server_key(config), redirect_uri=redirect)
         handed_back: list[str] = []
