@@ -48,6 +48,10 @@ class AuthorizationServer:
         self.resource: str | None = None
         #: The resource named by each authorization and token request, in order.
         self.resources_asked: list[str | None] = []
+        #: Whether metadata says client ids may be client metadata document URLs.
+        self.client_metadata_documents = True
+        #: The audience of each private_key_jwt assertion received.
+        self.assertion_audiences: list[Any] = []
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
@@ -94,7 +98,7 @@ class AuthorizationServer:
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": self.auth_methods,
-            "client_id_metadata_document_supported": True,
+            "client_id_metadata_document_supported": self.client_metadata_documents,
             "scopes_supported": [self.scope],
         }
 
@@ -223,10 +227,13 @@ class AuthorizationServer:
         if client is None or method != used or used not in self.auth_methods:
             return None
         if used == "private_key_jwt":
-            try:
-                claims = jwt.decode(proof, client["public_key"], algorithms=["ES256", "RS256"], audience=self.url)
+            try:  # RFC 7523: its issuer, or its token endpoint
+                claims = jwt.decode(
+                    proof, client["public_key"], algorithms=["ES256", "RS256"], audience=[self.url, f"{self.url}/token"]
+                )
             except jwt.InvalidTokenError:
                 return None
+            self.assertion_audiences.append(claims["aud"])
             return client_id if claims.get("iss") == client_id else None
         if used != "none" and not secrets.compare_digest(proof, client["client_secret"]):
             return None

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import httpx2
 import pytest
 
-from smcp_sync.computer import Computer, FileTokenStore, allow_all
+from smcp_sync.computer import Computer, FileTokenStore, OAuthAuthorizationError, allow_all
 from smcp_sync.protocol.codec import to_wire
 
 from skills.http_files import http_files
@@ -108,6 +108,7 @@ def test_client_credentials_with_a_signed_jwt(
         "clientId": client_id,
         "privateKeyInput": "oauth_secret",
         "algorithm": "ES256",
+        "tokenEndpointAudience": f"{issuer.url}/token",
         "issuer": issuer.url,
     }
     config = http_config("locked", "streamable", url, oauth={"scopes": ["tools"], "mode": mode})
@@ -116,6 +117,7 @@ def test_client_credentials_with_a_signed_jwt(
     with Computer("c", [config], inputs=inputs, input_values={"oauth_secret": private.decode()}, policy=FAST, confirm=allow_all, oauth_store=store) as host:
         host.start()
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+    assert issuer.assertion_audiences[-1] == f"{issuer.url}/token"  # not the issuer, as configured
 
 
 @pytest.mark.parametrize(
@@ -154,12 +156,18 @@ def test_a_confidential_preregistered_client_authenticates_as_the_authorization_
     assert "tokens" in json.loads(stored) and secret not in stored  # the secret stays in its input
 
 
-def test_a_client_named_by_the_url_of_its_metadata_document(
-    provider: tuple[AuthorizationServer, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_leaks: None
+@pytest.mark.parametrize("supported", [True, False])
+def test_a_client_named_by_the_url_of_its_metadata_document_where_supported_else_registered(
+    provider: tuple[AuthorizationServer, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    supported: bool,
+    no_leaks: None,
 ) -> None:
     issuer, url = provider
     server_tls, client_tls = loopback_tls(tmp_path)
     monkeypatch.setattr(issuer, "tls", client_tls)
+    monkeypatch.setattr(issuer, "client_metadata_documents", supported)
     documents: dict[str, bytes] = {}
     with http_files(documents, tls=server_tls) as base:
         document_url = f"{base}/smcp/client.json"
@@ -173,8 +181,11 @@ def test_a_client_named_by_the_url_of_its_metadata_document(
             host.start()
             assert host.authorize("locked", browser, timeout=30).running
             assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
-    assert httpx2.URL(browser.opened[0]).params["client_id"] == document_url
-    assert len(issuer.clients) == registrations  # no dynamic registration
+    client_id = httpx2.URL(browser.opened[0]).params["client_id"]
+    if supported:
+        assert client_id == document_url and len(issuer.clients) == registrations  # no dynamic registration
+    else:
+        assert client_id != document_url and len(issuer.clients) == registrations + 1
 
 
 def test_the_resource_option_is_the_resource_asked_for(
@@ -193,6 +204,12 @@ def test_the_resource_option_is_the_resource_asked_for(
             host.start()
             assert host.authorize("locked", Browser(), timeout=30).running
             assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+        other = {"type": "authorizationCode", "registration": "dynamic"}
+        with computer(url, other, tmp_path / "other", transport="sse", resource="https://mcp.example.test/other") as host:
+            host.start()
+            with pytest.raises(OAuthAuthorizationError) as refused:  # the server names another resource
+                host.authorize("locked", Browser(), timeout=30)
+            assert refused.value.message == "authorization of MCP server 'locked' failed (OAuthFlowError)"
     finally:
         stop(proc)
     assert issuer.resources_asked == [resource, resource]  # the authorization and the token request

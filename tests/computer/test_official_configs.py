@@ -89,7 +89,9 @@ def test_the_bundle_id_vectors_configs_load_under_their_expected_bundle_id(vecto
     assert list(shown.servers) == [vector["expected_bundle_id"]]
 
 
-def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_one_is_refused_naming_the_field() -> None:
+def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_one_is_refused_naming_the_field(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     web = {"name": "web", "type": "streamable", "server_parameters": {"url": "http://127.0.0.1:9/mcp"}}
     dynamic = {"scopes": ["read"], "clientName": "app", "mode": {"type": "authorizationCode", "registration": "dynamic"}}
     assert Computer("c", [{**web, "oauth": dynamic}]).get_config().servers["web"].oauth.scopes == ["read"]
@@ -106,6 +108,9 @@ def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_o
         host = Computer("c", [config], inputs=[secret], input_values={"s": "hush"})
         assert host.get_config().servers["web"].oauth.mode == mode
         assert host.set_input("s", "another") == (["web"] if "s" in mode.values() else [])  # configured again
+    # client credentials without oauth.mode.issuer: said, once per configuration
+    warned = "MCP server 'web': no oauth.mode.issuer: its client credentials go to the authorization server the MCP server names"
+    assert [record.getMessage() for record in caplog.records].count(warned) == 4  # 2 modes, each configured twice
     refusals = [
         ({**web, "type": "stdio", "server_parameters": {"command": "x"}, "oauth": dynamic}, "oauth", "sse and streamable"),
         ({**web, "oauth": {"mode": {"type": "clientCredentials", "clientId": "x"}}}, "oauth.mode", "not one of"),
