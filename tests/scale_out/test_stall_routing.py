@@ -6,7 +6,8 @@ real `redis-server`: the thread reading an Agent's socket never waits on Redis, 
   is delivered after the stall; one never called before (a Redis round trip to find it,
   made on the handler pool) is answered or fails with a coded error: none is lost, none
   waits out its timeout;
-* the handler pool stays within its bound, and nobody is disconnected.
+* the handler pool stays within its bound, nobody is disconnected, and no live node is
+  declared dead (nobody leaves the office).
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def test_calls_during_a_redis_stall_are_answered_or_refused_with_a_code_never_lo
         a.sio._handler_pool.shutdown(5.0)
         a.sio._handler_pool = pool  # a small bound, so that the calls below exceed it
         # a bare Agent: ours would fetch each Computer's tools as it enters (routing to it)
-        agent = stack.enter_context(joined_connection("agent", "agent", a.url, "o", timeout=TIMEOUT))
+        left: list[Any] = []  # leave notices: a node declared dead would have its members leave
+        agent = stack.enter_context(
+            joined_connection("agent", "agent", a.url, "o", timeout=TIMEOUT, handlers={events.LEAVE_OFFICE_NOTIFICATION: left.append})
+        )
         sid = agent.sid
         stack.enter_context(answering(a.url, "o", "near"))
         stack.enter_context(answering(b.url, "o", "seen"))
@@ -123,4 +127,5 @@ def test_calls_during_a_redis_stall_are_answered_or_refused_with_a_code_never_lo
             assert results[f"unseen-{i}"] in (f"unseen-{i}", ErrorCode.INTERNAL_ERROR), results
         assert sampler.most <= POOL_BOUND
         assert agent.connected and agent.sid == sid  # the same session
+        assert left == []  # no live node was purged (the heartbeat's 5 s TTL outlasts the stall)
         assert outcome(agent, "unseen-0", TIMEOUT) == "unseen-0"  # and all is well after
