@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     except Terminated:
         return EXIT_OK
     except (SMCPError, ServersNotStartedError) as exc:
-        return _fail(failure(exc), EXIT_FAILURE)
+        return _fail(failure(exc) + _authorize_hint(exc, args.config), EXIT_FAILURE)
     finally:
         computer.close()
 
@@ -144,6 +144,13 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
             named = "" if exc.message.startswith("MCP server ") else f"MCP server {where}: "
             raise ConfigError(f"{args.config}: {named}{exc.message}{hint}", details=exc.details) from None
     return computer
+
+
+def _authorize_hint(exc: Exception, config: str) -> str:
+    """How to authorize the servers that did not start for want of an OAuth authorization."""
+    waiting = [s.bundle_id for s in getattr(exc, "statuses", ()) if s.authorization_code is not None]
+    commands = "; ".join(f"smcp-sync authorize {server} --config {config}" for server in waiting)
+    return f" (authorize them first: {commands})" if waiting else ""
 
 
 def _in_file(path: str, load: Any) -> Any:

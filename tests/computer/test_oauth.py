@@ -317,3 +317,24 @@ def test_an_authorization_waiting_for_the_user_is_cancelled_from_another_thread(
         assert error.message == "authorization of MCP server 'locked' was cancelled"
         with pytest.raises(urllib.error.URLError):  # the listener is closed
             urllib.request.urlopen(urllib.parse.unquote(redirect), timeout=5)
+
+
+def test_smcp_sync_computer_refused_by_an_unauthorized_server_says_how_to_authorize_it(
+    provider: tuple[AuthorizationServer, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    no_leaks: None,
+) -> None:
+    from smcp_sync.cli import main
+
+    _, url = provider
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no tokens stored there
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([http_config("locked", "streamable", url, oauth=OAUTH)]))
+    arguments = ["computer", "--config", str(config), "--url", "http://127.0.0.1:9", "--office", "o", "--name", "c"]
+    assert main([*arguments, "--timeout", "10"]) == 1
+    assert capsys.readouterr().err.endswith(
+        f" (authorize them first: smcp-sync authorize locked --config {config})\n"
+    )
