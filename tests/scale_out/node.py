@@ -2,7 +2,11 @@
 on a loopback port. Prints ``{"url": URL, "pid": PID}`` once serving, then serves until
 its stdin closes (then stops cleanly) or it is killed.
 
-    python tests/scale_out/node.py REDIS_URL [REDIS_PREFIX]
+    python tests/scale_out/node.py REDIS_URL [REDIS_PREFIX [NODE_TTL]]
+
+NODE_TTL (seconds) replaces the heartbeat's default TTL (`redis_registry.DEFAULT_NODE_TTL`),
+which `SMCPServer` does not take: the node then builds its registry and Socket.IO manager
+itself, as `redis_url` would.
 """
 
 from __future__ import annotations
@@ -12,11 +16,23 @@ import os
 import sys
 
 from smcp_sync import SMCPServer
+from smcp_sync.server.engine import StoppableRedisManager
+from smcp_sync.server.redis_registry import REDIS_TIMEOUT, RedisRegistry
+
+
+def node(url: str, prefix: str | None, node_ttl: float | None) -> SMCPServer:
+    if node_ttl is None:
+        return SMCPServer(redis_url=url, redis_prefix=prefix)
+    registry = RedisRegistry(url, node_ttl=node_ttl, prefix=prefix)
+    options = {"socket_connect_timeout": REDIS_TIMEOUT, "socket_timeout": REDIS_TIMEOUT}
+    manager = StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=options)
+    return SMCPServer(registry=registry, client_manager=manager)
 
 
 def main() -> None:
-    prefix = sys.argv[2] if len(sys.argv) > 2 else None
-    with SMCPServer(redis_url=sys.argv[1], redis_prefix=prefix) as server:
+    prefix = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
+    node_ttl = float(sys.argv[3]) if len(sys.argv) > 3 else None
+    with node(sys.argv[1], prefix, node_ttl) as server:
         print(json.dumps({"url": server.start(), "pid": os.getpid()}), flush=True)
         sys.stdin.read()
 

@@ -112,8 +112,8 @@ def redis_server(data_dir: Path | None = None) -> Iterator[RedisServer]:
 class Node:
     """A Server node process (`node.py`) on `redis_url`; `url` is where it serves."""
 
-    def __init__(self, redis_url: str, prefix: str | None = None) -> None:
-        argv = [sys.executable, NODE, redis_url] + ([prefix] if prefix is not None else [])
+    def __init__(self, redis_url: str, prefix: str | None = None, node_ttl: float | None = None) -> None:
+        argv = [sys.executable, NODE, redis_url, prefix or ""] + ([str(node_ttl)] if node_ttl is not None else [])
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline()  # bounded: the node prints or dies
@@ -141,12 +141,13 @@ class Node:
 
 
 @contextlib.contextmanager
-def nodes(redis_url: str, count: int, prefix: str | None = None) -> Iterator[list[Node]]:
-    """`count` Server nodes sharing `redis_url` (and the deployment `prefix`), stopped on exit."""
+def nodes(redis_url: str, count: int, prefix: str | None = None, node_ttl: float | None = None) -> Iterator[list[Node]]:
+    """`count` Server nodes sharing `redis_url` (and the deployment `prefix`; `node_ttl`
+    their heartbeat's TTL, else the default), stopped on exit."""
     started: list[Node] = []
     try:
         for _ in range(count):
-            started.append(Node(redis_url, prefix))
+            started.append(Node(redis_url, prefix, node_ttl))
         yield started
     finally:
         for node in started:

@@ -11,7 +11,10 @@ must hold again within a bound, and some hold throughout:
   deployment sits in an office of the same id);
 * no client is refused its place (a refused member would be disconnected for good).
 
-Every wait is bounded; `ROUNDS` rounds per fault here, more once (marker `once`).
+Every wait is bounded; `ROUNDS` rounds per fault here, more once (marker `once`). The
+cheap faults (FLUSHALL, CLIENT KILL) also run `RACE_ROUNDS` rounds on nodes with a short
+heartbeat, Computers ending and switching office as the nodes rebuild, each round
+checked from Redis and by calls (about half a second a round).
 """
 
 from __future__ import annotations
@@ -267,3 +270,74 @@ def test_a_call_answered_while_redis_is_stopped_is_delivered(tmp_path: Path) -> 
             w.end_and_move()
             w.check(f"a stall, round {round_}")
         assert w.steady_sessions() == sessions  # the same sessions: nobody was dropped
+
+
+#: Rounds of the cheap faults with clients racing the rebuild (more once), and their
+#: nodes' heartbeat TTL: short, so that the nodes rebuild within half a second of a fault.
+RACE_ROUNDS, RACE_ROUNDS_ONCE, RACE_NODE_TTL = 10, 32, 2.0
+#: Computers per node that switch office every round.
+MOVERS = 2
+
+
+def flush_or_cut(redis: RedisServer, round_: int) -> str:
+    """FLUSHALL on even rounds, CLIENT KILL of the nodes' connections on odd ones."""
+    if round_ % 2 == 0:
+        redis.command("FLUSHALL")
+        return "flushall"
+    redis.command("CLIENT", "KILL", "TYPE", "normal")
+    return "client-kill"
+
+
+@pytest.mark.parametrize("rounds", [RACE_ROUNDS, pytest.param(RACE_ROUNDS_ONCE, marks=pytest.mark.once)])
+def test_disconnects_and_office_switches_race_the_rebuild_round_after_round(rounds: int) -> None:
+    """Node processes on a short heartbeat, round after round: a fault makes Redis lose
+    or cut what the nodes wrote; at once two Computers end and four switch office while
+    the nodes write their members back. Each round Redis must list exactly the members
+    of each office (no ended one, no mover in its old office), each mover answers from
+    its office only (404 from the other), and no office ever lists two Agents."""
+    with contextlib.ExitStack() as stack:
+        redis = stack.enter_context(redis_server())
+        urls = [node.url for node in stack.enter_context(nodes(redis.url, 2, node_ttl=RACE_NODE_TTL))]
+        agents: list[Agent] = []
+        for url, office in zip(urls, OFFICES):
+            agents.append(stack.enter_context(Agent("agent")))
+            agents[-1].connect(url, timeout=TIMEOUT)
+            agents[-1].join_office(office, timeout=TIMEOUT)
+        for office in OFFICES:
+            for i, url in enumerate(urls):
+                stack.enter_context(computer(url, office, f"pc-{i}"))
+        movers = {f"m-{i}-{k}": stack.enter_context(computer(url, OFFICES[k], f"m-{i}-{k}")) for i, url in enumerate(urls) for k in range(MOVERS)}
+        where = {name: OFFICES[int(name[-1])] for name in movers}
+        reader = RedisRegistry(redis.url)
+        stack.callback(reader.close)
+        sampler = AgentsPerOffice(redis.url)
+        stack.callback(sampler.close)
+
+        def expected(office: str) -> set[tuple[str, str]]:
+            steady = {("agent", "agent")} | {("computer", f"pc-{i}") for i in range(len(urls))}
+            return steady | {("computer", name) for name, at in where.items() if at == office}
+
+        def listed(office: str) -> set[tuple[str, str]] | None:
+            try:
+                return {(str(m.role), str(m.name)) for m in reader.members(office)}
+            except SMCPError:
+                return None
+
+        for round_ in range(rounds):
+            temps = [stack.enter_context(computer(url, OFFICES[round_ % 2], f"t-{i}")) for i, url in enumerate(urls)]
+            fault = flush_or_cut(redis, round_)
+            for temp in temps:
+                temp.close()
+            for name, mover in movers.items():
+                target = OFFICES[1] if where[name] == OFFICES[0] else OFFICES[0]
+                retried(lambda: mover.join_office(target, TIMEOUT), f"{name} moving office")
+                where[name] = target
+            what = f"{fault}, round {round_}"
+            for office in OFFICES:
+                wait_until(lambda: listed(office) == expected(office), CONVERGE, f"{office} whole after {what}")
+            for agent, office in zip(agents, OFFICES):
+                wanted = {name: name if at == office else ErrorCode.NOT_FOUND for name, at in where.items()}
+                # the nodes hear a move on the `left` channel: a moment after Redis has it
+                wait_until(lambda: {name: answer_of(agent, name) for name in movers} == wanted, CONVERGE, f"{office} routes right after {what}")
+        assert sampler.most <= 1, f"an office listed {sampler.most} agents"
+        assert all(agent.connected for agent in agents)
