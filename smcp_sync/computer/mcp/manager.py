@@ -92,8 +92,8 @@ class ServerManager:
         self._raw: dict[str, dict[str, Any]] = {}
         self._connections: dict[str, ServerConnection] = {}
         self._scripts: dict[str, VrlScript | None] = {}
-        #: The authorization flow running for a server (`authorize`), which `cancel_authorization` stops.
-        self._authorizing: dict[str, concurrent.futures.Future[None]] = {}
+        #: The cancel scope of the authorization flow running for a server (`authorize`).
+        self._authorizing: dict[str, anyio.CancelScope] = {}
         self._admin = threading.RLock()  # serialises lifecycle changes (may wait on the loop)
         self._data = threading.Lock()  # guards the three dicts (held only for dict operations)
 
@@ -195,25 +195,31 @@ class ServerManager:
         """Run the OAuth flow for one server (`oauth.authorize`), then reconnect it if it is started."""
         config = self._connection(name).config
         secrets = resolve_secrets(config, self.inputs.value)
-        flow = authorize(config, self.oauth_store(), secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
-        future = self._bridge.submit(flow)
-        with self._data:
-            self._authorizing[name] = future
+        store = self.oauth_store()
+
+        async def cancellable() -> None:
+            with anyio.CancelScope() as scope:
+                with self._data:
+                    self._authorizing[name] = scope
+                try:
+                    await authorize(config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
+                    return
+                finally:
+                    with self._data:
+                        if self._authorizing.get(name) is scope:
+                            del self._authorizing[name]
+            raise OAuthAuthorizationError(  # cancelled, once the flow has closed its listener
+                f"authorization of MCP server {name!r} was cancelled", details={"mcp_server": name}
+            )
+
+        future = self._bridge.submit(cancellable())
         try:
             future.result(timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
-        except concurrent.futures.CancelledError:
-            raise OAuthAuthorizationError(
-                f"authorization of MCP server {name!r} was cancelled", details={"mcp_server": name}
-            ) from None
         except concurrent.futures.TimeoutError:
             if future.done():  # the flow's own TimeoutError (the same class from Python 3.11)
                 raise
             future.cancel()
             raise TimeoutError(f"MCP server {name!r} was not authorized within {timeout:g}s") from None
-        finally:
-            with self._data:
-                if self._authorizing.get(name) is future:
-                    del self._authorizing[name]
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
@@ -222,8 +228,11 @@ class ServerManager:
         """Stop the authorization flow running for one server (its `authorize` raises);
         False when none runs."""
         with self._data:
-            future = self._authorizing.get(name)
-        return future is not None and future.cancel()
+            scope = self._authorizing.get(name)
+        if scope is None:
+            return False
+        self._bridge.run(_cancel(scope), WAIT_GRACE)  # a cancel scope is cancelled on its loop
+        return True
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -432,6 +441,10 @@ def _inputs_named(raw: Mapping[str, Any]) -> set[str]:
     if isinstance(oauth, Mapping):
         named |= set(secret_inputs(oauth_mode(oauth.get("mode"), server_bundle_id(raw))))
     return named
+
+
+async def _cancel(scope: anyio.CancelScope) -> None:
+    scope.cancel()
 
 
 async def _await(coro: Awaitable[Any]) -> None:
