@@ -71,6 +71,10 @@ class EventLoopThread:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
+            # the same class as the builtin on 3.11+: a coroutine's own TimeoutError (or an
+            # end just past the wait) is its outcome, not a wait that ran out
+            if future.done():
+                return future.result()
             future.cancel()
             raise TimeoutError(f"no result within {timeout:g}s") from None
 

@@ -212,13 +212,9 @@ class ServerManager:
                 f"authorization of MCP server {name!r} was cancelled", details={"mcp_server": name}
             )
 
-        future = self._bridge.submit(cancellable())
         try:
-            future.result(timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
-        except concurrent.futures.TimeoutError:
-            if future.done():  # the flow's own TimeoutError (the same class from Python 3.11)
-                raise
-            future.cancel()
+            self._bridge.run(cancellable(), timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
+        except TimeoutError:
             raise TimeoutError(f"MCP server {name!r} was not authorized within {timeout:g}s") from None
         with self._admin:
             connection = self._connection(name)
