@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(90)
 
 TIMEOUT = 20.0
 #: How long each tool takes: the first call's answer comes while the second call waits.
-FIRST, SECOND = 1.5, 3.0
+FIRST, SECOND = 1.0, 2.0
 
 
 def answer(payload: dict[str, Any]) -> Any:
@@ -58,7 +58,7 @@ def test_a_late_answer_to_a_call_failed_when_its_computer_was_heard_gone_settles
         results: dict[str, Any] = {}
         first = threading.Thread(target=lambda: results.update(first=outcome(agent, "first")))
         first.start()
-        time.sleep(0.5)  # the first call is at the Computer
+        time.sleep(0.4)  # the first call is at the Computer
         redis.command("PUBLISH", a.registry.prefix + "gone", pc.sid)  # as a purge of its node does
         first.join(TIMEOUT)
         assert results["first"] == ErrorCode.NOT_FOUND  # failed at once, its answer still to come
