@@ -13,7 +13,6 @@ from typing import Any, Mapping, NoReturn, Union
 from urllib.parse import urlsplit
 
 import attrs
-import jwt.algorithms
 
 from .files import ConfigError
 
@@ -90,8 +89,6 @@ def oauth_mode(mode: Any, server: str) -> OAuthMode:
     algorithm = mode.get("algorithm", "RS256")
     if algorithm not in JWT_ALGORITHMS:
         _refuse(server, "oauth.mode.algorithm", f"one of {', '.join(JWT_ALGORITHMS)}")
-    if "privateKeyInput" in mode and not jwt.algorithms.has_crypto:
-        _refuse(server, "oauth.mode", "signing client assertions needs the cryptography package: smcp_sync[oauth-jwt]")
     return ClientCredentials(
         mode["clientId"],
         mode.get("clientSecretInput"),
