@@ -4,17 +4,14 @@ Why: Engine.IO drops the whole connection when one message exceeds the Server's
 `max_http_buffer_size` (docs/ARCHITECTURE.md, Library facts): every pending request of that client fails and
 nothing says why. The Server announces its limit (`maxPayload` in the Engine.IO open
 packet), so a client can check each message before sending it, refuse one that is too
-big with an error that says so, and keep its connection.
+big with an error that says so, and keep its connection. The check measures the packet as
+encoded for sending (`socketio_parts.PooledClient`): a big answer is serialized once.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-#: Characters around the JSON part of a message: Engine.IO and Socket.IO packet types,
-#: the namespace and the ack id (``42/smcp,123456``), with room to spare.
-PACKET_FRAMING = 64
 
 
 def announced_limit(open_packet: str) -> int | None:
@@ -26,16 +23,13 @@ def announced_limit(open_packet: str) -> int | None:
     return limit if isinstance(limit, int) and limit > 0 else None
 
 
-def length_over(limit: int | None, arguments: list[Any]) -> int | None:
-    """The length of a message carrying `arguments` if it exceeds `limit`, else None (also
-    without a known limit, or for arguments that are not plain JSON). Measured as
-    python-socketio encodes it: compact ASCII-escaped JSON, framing included."""
-    if limit is None:
+def length_over(limit: int | None, encoded: Any) -> int | None:
+    """The length of an encoded Socket.IO packet as the Server's Engine.IO measures it (one
+    character more: the Engine.IO packet type) if it exceeds `limit`, else None (also without
+    a known limit, or for a packet with binary parts: a list)."""
+    if limit is None or not isinstance(encoded, str):
         return None
-    try:
-        length = len(json.dumps(arguments, separators=(",", ":"))) + PACKET_FRAMING
-    except (TypeError, ValueError):
-        return None
+    length = len(encoded) + 1
     return length if length > limit else None
 
 

@@ -63,11 +63,10 @@ import socketio.exceptions
 import socketio.packet
 
 from ..client_auth import checked_headers
-from ..message_limit import length_over, too_large
 from ..protocol import events, extensions
 from ..protocol.codec import to_wire
 from ..protocol.conventions import error_from_ack
-from ..protocol.errors import AuthError, BadRequestError, InternalError, SMCPError, SMCPTimeoutError
+from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
@@ -416,7 +415,7 @@ class Connection:
         its return value is the answer. It validates its own payload."""
         if event in events.RESERVED_EVENT_NAMES:
             raise ValueError(f"{event!r} is handled by the connection itself")
-        self._handlers[event] = _answering(event, handler, lambda: self.max_message_length)
+        self._handlers[event] = _answering(event, handler)
         self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)
 
     def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
@@ -455,8 +454,8 @@ class Connection:
 
     def _send(self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float) -> None:
         """Write the message (on this thread: `socketio_parts.PooledEngineIOClient`), after the one another
-        thread is writing; waiting for that is bounded by `timeout` (408)."""
-        self._check_length(event, payload)
+        thread is writing; waiting for that is bounded by `timeout` (408). A message longer
+        than the Server accepts is refused with a 400 instead (`socketio_parts.PooledClient`)."""
         if not self._emit_lock.acquire(timeout=max(0.0, timeout)):
             raise SMCPTimeoutError(
                 f"could not send {event} within {timeout:g}s: the connection is still writing another message",
@@ -468,14 +467,6 @@ class Connection:
             raise self._not_connected(f"cannot send {event}") from None
         finally:
             self._emit_lock.release()
-
-    def _check_length(self, event: str, payload: Any) -> None:
-        """400 for a message the Server would drop the connection over (`message_limit`)."""
-        limit = self.max_message_length
-        length = length_over(limit, [event, *(payload if isinstance(payload, tuple) else (payload,))])
-        if length is not None and limit is not None:
-            details = {"event": event, "length": length, "limit": limit}
-            raise BadRequestError(too_large(event, length, limit), details=details)
 
     def _not_connected(self, what: str) -> NotConnectedError:
         where = f" to {self._url}" if self._url else ""
@@ -635,25 +626,18 @@ def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:
     raise InternalError(f"unexpected answer to {event}: {list(args)!r:.200}")
 
 
-def _answering(event: str, handler: Handler, limit: Callable[[], int | None]) -> Callable[..., Any]:
-    """`handler` adapted to python-socketio: one payload in, errors turned into answers,
-    an answer longer than the Server's `limit()` replaced by an error saying so."""
+def _answering(event: str, handler: Handler) -> Callable[..., Any]:
+    """`handler` adapted to python-socketio: one payload in, errors turned into answers (an
+    answer longer than the Server accepts is replaced by `socketio_parts.PooledClient`)."""
 
     def invoke(*args: Any) -> Any:
         try:
-            answer = handler(args[0] if args else None)
+            return handler(args[0] if args else None)
         except SMCPError as exc:
             logger.info("%s refused: %s", event, exc)
             return exc.to_wire()
         except Exception:
             logger.exception("handler of %s failed", event)
             return InternalError(f"internal error while handling {event}").to_wire()
-        most = limit()
-        length = length_over(most, list(answer) if isinstance(answer, tuple) else [answer])
-        if length is None or most is None:
-            return answer
-        reason = too_large(f"the answer to {event}", length, most)
-        logger.warning("%s", reason)
-        return InternalError(reason, details={"event": event, "length": length, "limit": most}).to_wire()
 
     return invoke

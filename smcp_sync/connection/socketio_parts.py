@@ -13,7 +13,8 @@ Why each part (the session's module doc, `session`, says more):
   connection's `WorkerPool`, and writes messages on the sending thread.
 * `PooledClient` refuses events from the Server that are malformed or named like
   Socket.IO's own (`connect`, `disconnect`), which the library would dispatch to the
-  connection's lifecycle handlers.
+  connection's lifecycle handlers, and measures each message it sends against the
+  Server's limit on the encoding it sends (`message_limit`), so a message is serialized once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import socketio
 import socketio.packet
 import websocket
 
-from ..message_limit import announced_limit
+from ..message_limit import announced_limit, length_over, too_large
 from ..protocol import events, extensions
 from ..protocol.errors import BadRequestError, InternalError
 from ..threads.worker_pool import WorkerPool
@@ -173,8 +174,49 @@ class PooledClient(socketio.Client):
             self._refuse_event(namespace, id, "an event must be a JSON array whose first item is the event name")
         elif data[0] in events.RESERVED_EVENT_NAMES:
             self._refuse_event(namespace, id, f"event name {data[0]!r} is reserved by Socket.IO", {"event": data[0]})
-        else:
+        elif id is None:
             super()._handle_event(namespace, id, data)
+        else:
+            self._answer_event(namespace or "/", id, data)
+
+    def _answer_event(self, namespace: str, id: int, data: list[Any]) -> None:
+        """python-socketio's `_handle_event` for an event that waits for an answer (the
+        handler's return value; a tuple is several values), except that an answer longer
+        than the Server accepts is replaced by an error saying so."""
+        event = data[0]
+        answer = self._trigger_event(event, namespace, *data[1:])
+        values = [] if answer is None else list(answer) if isinstance(answer, tuple) else [answer]
+        encoded = self.packet_class(socketio.packet.ACK, namespace=namespace, id=id, data=values).encode()
+        limit = self._message_limit()
+        length = length_over(limit, encoded)
+        if length is not None and limit is not None:
+            reason = too_large(f"the answer to {event}", length, limit)
+            logger.warning("%s", reason)
+            refusal = InternalError(reason, details={"event": event, "length": length, "limit": limit}).to_wire()
+            encoded = self.packet_class(socketio.packet.ACK, namespace=namespace, id=id, data=[refusal]).encode()
+        self._write(encoded)
+
+    def _send_packet(self, pkt: socketio.packet.Packet) -> None:
+        """python-socketio's, refusing an event longer than the Server accepts with a 400
+        (its ack callback dropped) instead of sending it: the Server would drop the connection."""
+        encoded = pkt.encode()
+        limit = self._message_limit()
+        length = length_over(limit, encoded)
+        if length is not None and limit is not None and pkt.packet_type == socketio.packet.EVENT:
+            if pkt.id is not None:
+                self.callbacks.get(pkt.namespace or "/", {}).pop(pkt.id, None)
+            event = pkt.data[0]
+            details = {"event": event, "length": length, "limit": limit}
+            raise BadRequestError(too_large(event, length, limit), details=details)
+        self._write(encoded)
+
+    def _write(self, encoded: str | list[Any]) -> None:
+        for part in encoded if isinstance(encoded, list) else [encoded]:
+            self.eio.send(part)
+
+    def _message_limit(self) -> int | None:
+        ws = announced(self)
+        return ws.max_message_length if ws is not None else None
 
     def _refuse_event(self, namespace: str | None, id: int | None, message: str, details: Any = None) -> None:
         logger.warning("refused an event from the Server: %s", message)
