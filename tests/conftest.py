@@ -111,6 +111,20 @@ def _children() -> set[int]:
 def no_leaks():
     threads_before, children_before = _threads(), _children()
     yield
+    assert_nothing_left(threads_before, children_before)
+
+
+@pytest.fixture(scope="module")
+def no_leaks_in_module():
+    """`no_leaks` for a module's shared objects (a Computer its tests only ask): checked
+    once they are closed, since their thread pools may grow and park workers between the
+    tests (a fixture that depends on this one is torn down before it)."""
+    threads_before, children_before = _threads(), _children()
+    yield
+    assert_nothing_left(threads_before, children_before)
+
+
+def assert_nothing_left(threads_before: set[threading.Thread], children_before: set[int]) -> None:
     deadline = time.monotonic() + LEAK_GRACE_SECONDS
     while True:
         new_threads = _threads() - threads_before

@@ -173,7 +173,7 @@ def office(stack: contextlib.ExitStack, mcp_urls: dict[str, str]) -> StandInServ
 
 
 @pytest.fixture(scope="module")
-def shared_office(mcp_urls: dict[str, str]) -> Iterator[StandInServer]:
+def shared_office(mcp_urls: dict[str, str], no_leaks_in_module: None) -> Iterator[StandInServer]:
     """One office for the module's tests that only ask (a Computer costs seconds to start)."""
     with contextlib.ExitStack() as stack:
         yield _start_office(stack, mcp_urls)
@@ -208,7 +208,7 @@ HUGE = "x" * 100_000
         pytest.param(events.GET_DESKTOP, {"window": "window://" + HUGE + "%"}, id="window"),
     ],
 )
-def test_a_huge_value_is_not_echoed_back(shared_office, no_leaks, event, fields):
+def test_a_huge_value_is_not_echoed_back(shared_office, event, fields):
     answer = shared_office.ask(event, ({**REQUESTS[event], **fields},))
     assert coded_error(answer).code in (ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND, ErrorCode.MCP_SERVER_NOT_FOUND)
 
@@ -231,6 +231,6 @@ def test_a_huge_value_is_not_echoed_back(shared_office, no_leaks, event, fields)
     ],
     ids=["no-completions-capability", "invalid-params", "unknown-window"],
 )
-def test_an_mcp_servers_refusal_is_a_4xx_not_a_500(shared_office, no_leaks, event, fields, code, mcp_code):
+def test_an_mcp_servers_refusal_is_a_4xx_not_a_500(shared_office, event, fields, code, mcp_code):
     error = coded_error(shared_office.ask(event, ({**REQUESTS[event], **fields},)))
     assert (error.code, error.details.get("mcp_code")) == (code, mcp_code), error
