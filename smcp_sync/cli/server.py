@@ -1,4 +1,5 @@
-"""`smcp-sync server`: run the SMCP Server in the foreground (gunicorn, gthread worker).
+"""`smcp-sync server`: run the SMCP Server in the foreground (gunicorn: the gthread worker,
+or with --mode gevent the gevent one).
 
 Prints ``smcp-sync server listening on URL`` (with --json: ``{"url": URL}``) once
 bound; runs until Ctrl-C or SIGTERM (exit 0). A port already in use is exit 1.
@@ -20,7 +21,9 @@ from ..server.limits import (
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_SEND_BACKLOG,
     DEFAULT_MAX_UNAUTHENTICATED_BYTES,
+    DEFAULT_SERVE_CONNECTIONS,
     DEFAULT_SERVE_THREADS,
+    SERVE_MODES,
 )
 from .exit_codes import EXIT_FAILURE, EXIT_OK
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
@@ -59,10 +62,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="refuse clients that send no a2c_version (official 0.1.x SDKs), as protocol 0.3 says",
     )
     parser.add_argument(
+        "--mode",
+        choices=SERVE_MODES,
+        default="threads",
+        help="threads: a thread per open connection (gthread worker); gevent: greenlets, for many thousands of "
+        "connections (gevent worker; needs smcp_sync[gevent]) (default: threads)",
+    )
+    parser.add_argument(
         "--threads",
         type=positive_count,
         default=DEFAULT_SERVE_THREADS,
-        help=f"worker threads = most concurrent connections (default: {DEFAULT_SERVE_THREADS})",
+        help=f"--mode threads: worker threads = most concurrent connections (default: {DEFAULT_SERVE_THREADS})",
+    )
+    parser.add_argument(
+        "--connections",
+        type=positive_count,
+        default=DEFAULT_SERVE_CONNECTIONS,
+        metavar="N",
+        help=f"--mode gevent: most concurrent connections (default: {DEFAULT_SERVE_CONNECTIONS})",
     )
     parser.add_argument(
         "--request-timeout",
@@ -167,7 +184,17 @@ def run(args: argparse.Namespace) -> int:
         )
     except (RuntimeError, ValueError) as exc:  # no redis client; a URL redis-py cannot read
         return fail("server", str(exc), EXIT_FAILURE)
-    server.serve(args.host, args.port, threads=args.threads, on_ready=lambda url: _ready(url, args.json))
+    try:
+        server.serve(
+            args.host,
+            args.port,
+            mode=args.mode,
+            threads=args.threads,
+            connections=args.connections,
+            on_ready=lambda url: _ready(url, args.json),
+        )
+    except RuntimeError as exc:  # --mode gevent without gevent installed
+        return fail("server", str(exc), EXIT_FAILURE)
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ production server in the foreground (`serve()`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
@@ -32,7 +33,9 @@ from .limits import (
     DEFAULT_MAX_SEND_BACKLOG,
     DEFAULT_MAX_UNAUTHENTICATED_BYTES,
     DEFAULT_READ_TIMEOUT,
+    DEFAULT_SERVE_CONNECTIONS,
     DEFAULT_SERVE_THREADS,
+    SERVE_MODES,
     ServerLimits,
 )
 from .membership import Membership
@@ -45,7 +48,7 @@ from .routing import Router
 
 with server_extra():  # werkzeug and gunicorn: pip install 'smcp_sync[server]'
     from .background_http import BackgroundHTTPServer
-    from .gunicorn_runner import GunicornServer
+    from .gunicorn_runner import GunicornServer, Served
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,12 @@ DEFAULT_MAX_HTTP_BUFFER_SIZE = 16 * 1024 * 1024
 #: How long `stop()` waits for connection threads to finish.
 STOP_TIMEOUT = 5.0
 
-_FIXED_OPTIONS = {"async_mode": "threading", "async_handlers": True}
+_FIXED_OPTIONS = {"async_handlers": True}
+#: python-socketio's async modes an SMCPServer runs in: "threading" (`start()`, `serve()`
+#: with threads, any threaded WSGI server that hands over the raw socket) and "gevent"
+#: (`serve(mode="gevent")`, or gunicorn's gevent worker around `mount()`; it needs the
+#: standard library patched by gevent first, which that worker does).
+ASYNC_MODES = ("threading", "gevent")
 
 
 class SMCPServer:
@@ -67,8 +75,8 @@ class SMCPServer:
     in-memory office registry; `redis_url` shares offices, emits and acks with every Server
     process given the same URL and `redis_prefix`, which names the deployment in that Redis
     (default ``smcp:<database>:``; README, Scale-out). Other keyword arguments go to `socketio.Server`
-    (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); the threading mode
-    with `async_handlers` is fixed.
+    (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); `async_handlers` is
+    fixed, and `async_mode` is "threading" (the default) or "gevent" (`ASYNC_MODES`).
 
     What one client may hold is bounded (README, Security): `handshake_timeout` to
     authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
@@ -99,11 +107,18 @@ class SMCPServer:
         max_auth_failures_per_ip: int | None = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
         **socketio_options: Any,
     ) -> None:
+        #: The same Server built again, in another async mode (`serve(mode="gevent")`
+        #: builds it in gunicorn's worker, once gevent has patched the standard library).
+        arguments = dict(locals())  # the parameters, and nothing else yet
+        del arguments["self"], arguments["socketio_options"]
+        self._rebuild = functools.partial(type(self), **arguments, **socketio_options)
         if request_timeout <= 0 or tool_call_buffer < 0:
             raise ValueError("request_timeout must be > 0 and tool_call_buffer >= 0")
         for key, required in _FIXED_OPTIONS.items():
             if socketio_options.get(key, required) != required:
                 raise ValueError(f"SMCPServer needs {key}={required!r}")
+        socketio_options.setdefault("async_mode", "threading")
+        _check_async_mode(socketio_options["async_mode"])
         if redis_url is not None:
             registry, socketio_options["client_manager"] = _shared_through_redis(
                 redis_url, redis_prefix, registry, socketio_options
@@ -175,6 +190,8 @@ class SMCPServer:
                 raise RuntimeError(f"already serving on {self._http.url}")
             if self._stopped:
                 raise RuntimeError("a stopped SMCPServer cannot be started again; create a new one")
+            if self.sio.async_mode != "threading":
+                raise RuntimeError(f"start() serves from threads: this Server's async_mode is {self.sio.async_mode!r}")
             self._http = BackgroundHTTPServer(self.wsgi_app, host, port, self._request_deadlines())
             self._http.start()
             logger.info("SMCP server listening on %s", self._http.url)
@@ -231,26 +248,70 @@ class SMCPServer:
 
     # -- foreground: production ---------------------------------------------------------------
 
-    def serve(self, host: str = "127.0.0.1", port: int = 8000, *, threads: int = DEFAULT_SERVE_THREADS, on_ready: Any = None) -> None:
-        """Serve in the foreground under gunicorn (`gthread` worker, one process) until
-        Ctrl-C or SIGTERM (after a clean stop, Ctrl-C raises KeyboardInterrupt). Call from
-        the main thread. `on_ready(url)` is called once the socket is bound. See
-        `gunicorn_runner` for why gunicorn."""
+    def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        mode: str = "threads",
+        threads: int = DEFAULT_SERVE_THREADS,
+        connections: int = DEFAULT_SERVE_CONNECTIONS,
+        on_ready: Any = None,
+    ) -> None:
+        """Serve in the foreground under gunicorn (one worker process) until Ctrl-C or
+        SIGTERM (after a clean stop, Ctrl-C raises KeyboardInterrupt). Call from the main
+        thread. `on_ready(url)` is called once the socket is bound.
+
+        `mode="threads"`: the `gthread` worker, one thread per open connection, at most
+        `threads` of them. `mode="gevent"` (the `gevent` extra): gunicorn's gevent
+        worker, at most `connections` open connections, each a few greenlets; the worker
+        builds this Server anew from the same arguments after gevent has patched the
+        standard library (README, Deployment). See `gunicorn_runner` for why gunicorn."""
+        if mode not in SERVE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(SERVE_MODES)}, got {mode!r}")
+        if mode == "threads" and self.sio.async_mode != "threading":
+            raise ValueError(f"mode='threads' needs async_mode='threading', not {self.sio.async_mode!r}")
+        built: list[SMCPServer] = []
+
+        def build() -> Served:
+            server = self if mode == "threads" else self._rebuild(async_mode="gevent")
+            built.append(server)
+            return Served(server.wsgi_app, server.drop_connections, server._request_deadlines())
+
         try:
             GunicornServer(
-                self.wsgi_app,
+                build,
                 host=host,
                 port=port,
+                mode=mode,
                 threads=threads,
-                drop_connections=self.drop_connections,
-                request_deadlines=self._request_deadlines(),
+                connections=connections,
+                header_timeout=self.limits.header_timeout,
                 on_ready=on_ready,
             ).serve()
         finally:
-            self._leave_cluster()
+            for server in {self, *built}:
+                server._leave_cluster()
 
     def _request_deadlines(self) -> RequestDeadlines:
         return RequestDeadlines(self.limits.header_timeout, self.limits.read_timeout)
+
+
+def _check_async_mode(mode: str) -> None:
+    """python-socketio's gevent mode with our threads (deadlines, handler pools, Redis
+    clients) works only once gevent has patched the standard library."""
+    if mode not in ASYNC_MODES:
+        raise ValueError(f"SMCPServer's async_mode is one of {', '.join(ASYNC_MODES)}, got {mode!r}")
+    if mode == "gevent":
+        try:
+            from gevent import monkey
+        except ImportError as exc:
+            raise RuntimeError("async_mode='gevent' needs gevent: pip install 'smcp_sync[gevent]'") from exc
+        if not monkey.is_module_patched("threading"):
+            raise RuntimeError(
+                "async_mode='gevent' needs the standard library patched by gevent first "
+                "(gunicorn's gevent worker does it; serve(mode='gevent') runs that worker)"
+            )
 
 
 def _shared_through_redis(

@@ -1,27 +1,32 @@
 """The python-socketio Server the SMCP Server runs on, made stoppable, strict about
 malformed packets, and bounded in what one client may hold (`limits.py`).
 
-Engine.IO (threading mode) starts one ping thread per connection that sleeps
+Engine.IO starts one ping thread (or greenlet) per connection that sleeps
 `ping_interval` (25 s) between pings, and closing a polling socket the usual way waits
-for the client to fetch its last packet. Our `stop()` must end every thread promptly, so
-sleeps under way end at shutdown and `drop_all_connections` closes without waiting.
+for the client to fetch its last packet. Here the pings are sent from the one deadline
+thread instead (a thread per idle connection was the Server's capacity limit:
+benchmarks/README.md, capacity); our `stop()` must end every thread promptly, so sleeps
+under way end at shutdown and `drop_all_connections` closes without waiting.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import queue
 import re
 import socket
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import engineio
+import simple_websocket
 import socketio
 from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
+from engineio.socket import Socket as EngineIOSocket
 from socketio import packet
 
 from ..protocol import events
@@ -76,6 +81,20 @@ class StoppableEngineIO(engineio.Server):
 
     def sleep(self, seconds: float = 0) -> None:
         self._stopping.wait(seconds)
+
+    def start_background_task(self, target: Any, *args: Any, **kwargs: Any) -> Any:
+        """Engine.IO's, but a socket's next ping (`Socket._send_ping`, which sleeps
+        `ping_interval` then queues a PING) is a deadline, not a thread of its own, and
+        under gevent a websocket's writer runs only while there is something to send
+        (`_WriterOnDemand`)."""
+        if getattr(target, "__func__", None) is EngineIOSocket._send_ping and not args and not kwargs:
+            sock = target.__self__
+            self.deadlines.call_at(time.monotonic() + self.ping_interval, lambda: _ping(sock))
+            return None
+        if self.async_mode == "gevent" and getattr(target, "__qualname__", "") == _WEBSOCKET_WRITER:
+            cells = dict(zip(target.__code__.co_freevars, (cell.cell_contents for cell in target.__closure__)))
+            return _WriterOnDemand(self, cells["self"], cells["ws"])
+        return super().start_background_task(target, *args, **kwargs)
 
     def shutdown(self) -> None:
         """End the background threads running now: sleeps under way, the service task,
@@ -230,6 +249,71 @@ class StoppableEngineIO(engineio.Server):
         self._websockets.pop(eio_sid, None)
 
 
+#: The writer `Socket._websocket_handler` starts for a websocket (engineio 4.14 to 4.15):
+#: a loop that waits on the socket's queue for up to `ping_interval + ping_timeout`,
+#: sends what it gets on `ws`, and closes `ws` at the end-of-queue marker (None). Its
+#: closure holds `self` (the Engine.IO socket) and `ws`.
+_WEBSOCKET_WRITER = "Socket._websocket_handler.<locals>.writer"
+
+
+class _WriterOnDemand:
+    """Engine.IO's websocket writer, as a task started when something is queued and
+    ended once the queue is empty: an idle connection has no greenlet waiting on its
+    queue (each held ~8 KB: benchmarks/README.md, capacity). What it sends, in what
+    order, and when it closes `ws` are the stock writer's; `join()` waits for the close,
+    as the handler waits for the stock writer."""
+
+    def __init__(self, server: StoppableEngineIO, sock: EngineIOSocket, ws: Any) -> None:
+        self._server = server
+        self._queue: BacklogQueue = sock.queue
+        self._ws = ws
+        self._lock = threading.Lock()
+        self._running = False
+        self._closed = threading.Event()
+        self._queue.on_put = self._wake
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._lock:
+            if self._running or self._closed.is_set():
+                return
+            self._running = True
+        self._server.start_background_task(self._drain)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                pkt = self._queue.get(block=False)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():  # else: put after the get, its wake saw us running
+                        self._running = False
+                        return
+                continue
+            self._queue.task_done()
+            try:
+                if pkt is None:
+                    break
+                self._ws.send(pkt.encode())
+            except Exception:  # the stock writer ends on any error too
+                break
+        self._queue.on_put = None
+        try:
+            self._ws.close()
+        finally:
+            self._closed.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._closed.wait(timeout)
+
+
+def _ping(sock: EngineIOSocket) -> None:
+    """What `Socket._send_ping` does once its sleep is over."""
+    if not sock.closing and not sock.closed:
+        sock.last_ping = time.time()
+        sock.send(engineio.packet.Packet(engineio.packet.PING))
+
+
 def _query_sid(query: str) -> str | None:
     sid = parse_qs(query).get("sid")
     return sid[0] if sid else None
@@ -250,7 +334,8 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
     (engineio tries to but looks for attributes simple-websocket does not have: a
     vanished peer or a client that stops reading would hold the thread forever), and
     shuts it when closed (the thread reading it then returns; a client that never
-    answers the close frame held it)."""
+    answers the close frame held it). Its websocket reads on the connection's own thread
+    (`_InlineWebSocket`), not on a reader thread of its own."""
 
     def __init__(self, handler: Any, server: StoppableEngineIO, **kwargs: Any) -> None:
         super().__init__(handler, server, **kwargs)
@@ -266,7 +351,18 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         self.raw.settimeout(self._server.ping_interval + self._server.ping_timeout)
         self._server._websocket_opened(self._eio_sid, self)
         try:
-            return super().__call__({**environ, key: _CountedSocket(self.raw, self._server, self._eio_sid)}, start_response)
+            # Kept for as long as the connection is open: engineio's middleware puts an
+            # object of a class made for this request in it (for eventlet, ~2 KB).
+            environ.pop("eventlet.input", None)
+            environ[key] = _CountedSocket(self.raw, self._server, self._eio_sid)
+            # SimpleWebSocketWSGI.__call__, on an `_InlineWebSocket`
+            self.ws = _InlineWebSocket(environ)
+            answer = self.app(self)
+            if self.ws.mode == "gunicorn":
+                raise StopIteration()
+            if self.ws.mode == "werkzeug":
+                raise ConnectionError()
+            return answer
         finally:
             self._server._websocket_closed(self._eio_sid)
 
@@ -277,6 +373,67 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             pass
         if self.raw is not None:
             shutdown_socket(self.raw)
+
+
+class _NoThread:
+    """What simple-websocket starts its reader on: nothing (`_InlineWebSocket`)."""
+
+    name = "smcp-inline-websocket"
+
+    def __init__(self, target: Any) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+
+class _NoEvent:
+    """What simple-websocket signals its reader's messages with: nobody waits on it."""
+
+    def set(self) -> None:
+        pass
+
+    def clear(self) -> None:
+        pass
+
+
+class _HandshakeDone:
+    """A wsproto handshake that is over: no events (`WSConnection.events` asks)."""
+
+    def events(self) -> Iterator[Any]:
+        return iter(())
+
+
+class _InlineWebSocket(simple_websocket.Server):
+    """simple-websocket's server side (handshake, frames, close and ping replies),
+    read by the thread or greenlet that asks for the next message instead of a reader
+    thread of its own: an idle connection holds one thread less (benchmarks/README.md,
+    capacity). Engine.IO reads its websocket in one loop, so one reader is all it needs.
+    Private parts used (simple-websocket 1.0 to 1.1): `_handle_events`, `input_buffer`,
+    `connected`."""
+
+    connected: bool
+
+    def __init__(self, environ: dict[str, Any]) -> None:
+        super().__init__(environ, thread_class=_NoThread, event_class=_NoEvent)
+        # The handshake is over (or failed: then nothing reads on): wsproto keeps its
+        # HTTP parser for the life of the connection (~3 KB), asking it only for events.
+        self.ws.handshake = _HandshakeDone()
+
+    def receive(self, timeout: float | None = None) -> Any:
+        """The next message; blocks on the socket (its own timeout bounds each read)."""
+        while self.connected and not self.input_buffer:
+            try:
+                data = self.sock.recv(self.receive_bytes)
+                if not data:
+                    raise ConnectionResetError()
+                self.ws.receive_data(data)
+                self.connected = self._handle_events()
+            except (OSError, simple_websocket.ws.LocalProtocolError):
+                self.connected = False
+        if self.input_buffer:
+            return self.input_buffer.pop(0)
+        raise simple_websocket.ConnectionClosed(self.close_reason, self.close_message)
 
 
 #: Where werkzeug and gunicorn put a request's TCP socket in the WSGI environment (the
@@ -294,9 +451,15 @@ class _CountedSocket:
         self._sock = sock
         self._server = server
         self._eio_sid = eio_sid
+        self._sending = threading.Lock()
 
     def send(self, data: bytes) -> int:
-        self._sock.sendall(data)
+        """Whole frames, one writer at a time: Engine.IO's writer and the reader's
+        replies (pong, close) both send, and a partial `sendall` of one would interleave
+        with the other's (under gevent, a second greenlet waiting to write a socket
+        raises)."""
+        with self._sending:
+            self._sock.sendall(data)
         return len(data)
 
     def recv(self, size: int) -> bytes:

@@ -1,4 +1,5 @@
-"""`SMCPServer.serve()`: the Server under gunicorn with the `gthread` worker.
+"""`SMCPServer.serve()`: the Server under gunicorn, with the `gthread` worker (mode
+"threads") or the gevent one (mode "gevent", `gevent_worker.py`).
 
 Why gunicorn/gthread: among the WSGI servers that can hand the raw socket to
 simple-websocket (needed for the websocket upgrade in threading mode), it is the one
@@ -10,9 +11,19 @@ Reading a request is bounded (`request_deadlines`): gthread waits a few seconds 
 connection's first bytes without a thread, but a request line sent half-way holds a
 worker thread for as long as the client keeps the connection open.
 
+Why gevent too: each open websocket holds about four threads in threading mode (the
+connection's, simple-websocket's reader, Engine.IO's writer, a ping thread per cycle),
+and past ~3,000 connections a ping cycle makes thousands of them runnable at once
+(benchmarks/README.md, capacity). Under gunicorn's gevent worker, the deployment
+python-socketio documents for its sync Server, they are greenlets: no thread per
+connection. The worker patches the standard library before it loads the app, so the
+app is built there (`build`), after the patch: every lock, event and thread the Server
+makes is then gevent's.
+
 Exactly one worker process: sessions, offices and pending calls live in that process
-(several processes need a shared registry and a message queue). Each open connection
-occupies one worker thread, so `threads` caps concurrent connections.
+(several processes need a shared registry and a message queue). gunicorn's
+`worker_connections` caps the connections the worker holds: `threads` in mode "threads"
+(each open connection occupies a worker thread), `connections` in mode "gevent".
 
 Shutdown: Ctrl-C (SIGINT), SIGQUIT and SIGTERM all end within about a second: the worker
 first drops every Socket.IO connection. Clients see a lost transport, not a
@@ -27,10 +38,13 @@ INFO and below when smcp_sync logs INFO, otherwise warnings and errors only.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import math
 import os
+import resource
 import signal
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
@@ -40,28 +54,63 @@ from .request_deadlines import RequestDeadlines
 
 logger = logging.getLogger(__name__)
 
+#: The worker class of each of `serve()`'s modes (`limits.SERVE_MODES`), as dotted paths
+#: (gunicorn 22 takes no class object; the gevent one is imported only when asked for:
+#: the `gevent` extra).
+WORKER_CLASSES = {
+    "threads": f"{__name__}._BoundedThreadWorker",
+    "gevent": "smcp_sync.server.gevent_worker.BoundedGeventWorker",
+}
+#: gthread accepts this many times `threads` connections.
+KEEPALIVE_FACTOR = 2
+#: File descriptors the worker keeps besides its connections (listening socket, logs,
+#: Redis, the interpreter's own).
+SPARE_FILES = 256
+
+
+class Served(NamedTuple):
+    """What the worker serves: the WSGI app, how to drop every connection at a stop
+    signal, and the request head deadlines its worker class applies."""
+
+    wsgi_app: Any
+    drop_connections: Callable[[], None]
+    request_deadlines: RequestDeadlines
+
 
 class GunicornServer(BaseApplication):
     def __init__(
         self,
-        app: Any,
+        build: Callable[[], Served],
         *,
         host: str,
         port: int,
+        mode: str,
         threads: int,
-        drop_connections: Callable[[], None],
-        request_deadlines: RequestDeadlines,
+        connections: int,
+        header_timeout: float,
         on_ready: Callable[[str], Any] | None = None,
     ) -> None:
-        self._app = app
+        if threads < 1 or connections < 1:
+            raise ValueError(f"threads and connections must be >= 1, got {threads} and {connections}")
+        if mode == "gevent" and importlib.util.find_spec("gevent") is None:
+            raise RuntimeError("serve(mode='gevent') needs gevent: pip install 'smcp_sync[gevent]'")
+        self._build = build
+        self._served: Served | None = None
+        # gunicorn's default (1,000) capped gthread below `threads`. Past `threads`, gthread
+        # keeps polling clients alive between requests, and new connections wait for a thread.
+        worker_connections = KEEPALIVE_FACTOR * threads if mode == "threads" else connections
         self._options = {
             "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
             "workers": 1,
-            # a dotted path: gunicorn 22 takes no class object here
-            "worker_class": f"{__name__}.{_BoundedThreadWorker.__name__}",
+            "worker_class": WORKER_CLASSES[mode],
             "threads": threads,
+            "worker_connections": worker_connections,
             "graceful_timeout": 10,
-            "post_worker_init": lambda worker: _init_worker(worker, request_deadlines, drop_connections),
+            # gevent: the whole head of each request within it, in whole seconds
+            # (`gevent_worker`); gthread keeps its default (how long a kept-alive
+            # connection waits without a thread)
+            **({"keepalive": math.ceil(header_timeout)} if mode == "gevent" else {}),
+            "post_worker_init": lambda worker: self._init_worker(worker, worker_connections),
             "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
             # embedded server should create no files and no extra management interface.
@@ -84,7 +133,15 @@ class GunicornServer(BaseApplication):
                 self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return self._app
+        """In the worker, after its worker class has set up (gevent: patched)."""
+        self._served = self._build()
+        return self._served.wsgi_app
+
+    def _init_worker(self, worker: Any, connections: int) -> None:
+        assert self._served is not None  # `load()` ran first: gunicorn loads, then calls post_worker_init
+        worker.request_deadlines = self._served.request_deadlines
+        _allow_open_files(connections + SPARE_FILES)
+        _drop_connections_on_stop_signals(self._served.drop_connections, worker.run_soon)
 
     def serve(self) -> None:
         """Run until a signal stops gunicorn; returns normally on a clean stop, raises
@@ -120,6 +177,11 @@ class _BoundedThreadWorker(ThreadWorker):
 
     request_deadlines: RequestDeadlines
 
+    @staticmethod
+    def run_soon(fn: Callable[[], Any]) -> None:
+        """Run `fn` from a signal handler: at once, on the thread the signal interrupted."""
+        fn()
+
     def handle(self, conn: Any) -> Any:
         conn.smcp_head_deadline = self.request_deadlines.reading_head(conn.sock, conn.client)
         try:
@@ -132,27 +194,40 @@ class _BoundedThreadWorker(ThreadWorker):
         return super().handle_request(req, conn)
 
 
-def _init_worker(worker: Any, request_deadlines: RequestDeadlines, drop_connections: Callable[[], None]) -> None:
-    worker.request_deadlines = request_deadlines
-    _drop_connections_on_stop_signals(drop_connections)
+def _allow_open_files(needed: int) -> None:
+    """Raise the worker's soft limit on open files to `needed` (within the hard limit):
+    each connection holds one, and the usual soft limit (1,024) is below the caps."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    wanted = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    if wanted < needed:
+        logger.warning("open files limited to %d (hard limit): fewer connections than the %d asked for", wanted, needed)
 
 
-def _drop_connections_on_stop_signals(drop_connections: Callable[[], None]) -> None:
-    """In the worker: before gunicorn's own handler, drop the Socket.IO connections.
+def _drop_connections_on_stop_signals(drop_connections: Callable[[], None], run_soon: Callable[[Callable[[], Any]], Any]) -> None:
+    """In the worker: before gunicorn's own handler, drop the Socket.IO connections
+    (through `run_soon`: the gevent worker runs it in a greenlet of its own, as gunicorn
+    does its own blocking signal work).
 
     Otherwise each open websocket keeps a worker thread busy: SIGTERM would wait out the
     grace period, and SIGINT/SIGQUIT would hang in the interpreter's exit, which joins
     the thread pool, until the master kills the worker. Dropping is a few in-memory
     operations per connection, so it runs right in the handler.
     """
+
+    def drop() -> None:
+        try:
+            drop_connections()
+        except Exception:
+            logger.exception("dropping connections at shutdown failed")
+
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
         previous = signal.getsignal(signum)
 
         def on_signal(received: int, frame: Any, previous: Any = previous) -> None:
-            try:
-                drop_connections()
-            except Exception:
-                logger.exception("dropping connections at shutdown failed")
+            run_soon(drop)
             if callable(previous):
                 previous(received, frame)
 

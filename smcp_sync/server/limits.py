@@ -43,6 +43,12 @@ DEFAULT_MAX_SEND_BACKLOG = 32 * 1024 * 1024
 #: Well above the per-address cap: with 100, 200 hostile sockets from a few addresses kept
 #: a legitimate Agent waiting ~10 s (benchmarks/README.md, run G).
 DEFAULT_SERVE_THREADS = 400
+#: `serve()`'s modes: a thread per open connection (gunicorn's gthread worker), or
+#: greenlets (its gevent worker; README, Deployment).
+SERVE_MODES = ("threads", "gevent")
+#: Open connections `serve(mode="gevent")` holds at most (gunicorn's `worker_connections`):
+#: an idle one costs the worker about 40 KB and no thread (benchmarks/README.md, capacity).
+DEFAULT_SERVE_CONNECTIONS = 10_000
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import collections
 import queue
-from typing import Any
+from typing import Any, Callable
 
 #: What one queued packet costs besides its data (the packet object, the queue slot).
 PACKET_OVERHEAD = 64
@@ -27,11 +27,25 @@ def packet_size(pkt: Any) -> int:
 class BacklogQueue(queue.Queue[Any]):
     """`queue.Queue` keeping `backlog`, the bytes of the packets in it (its `_put` and
     `_get` are the hooks `queue.Queue` documents for subclasses; both run under its
-    lock)."""
+    lock), and calling `on_put` after each put, when set (a writer that runs only while
+    there is something to send: `engine._WriterOnDemand`)."""
+
+    on_put: Callable[[], None] | None = None
+
+    def __init__(self, maxsize: int = 0) -> None:
+        super().__init__(maxsize)
+        if maxsize <= 0:  # unbounded (engineio's): no put ever waits for room
+            self.not_full = self.not_empty  # one Condition less per connection (~1 KB)
 
     def _init(self, maxsize: int) -> None:
         super()._init(maxsize)
         self.backlog = 0
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        on_put = self.on_put
+        if on_put is not None:
+            on_put()
 
     def _put(self, item: Any) -> None:
         super()._put(item)

@@ -1,6 +1,6 @@
-"""`serve()` (gunicorn gthread, in a child process) with every worker thread taken by
-clients that never authenticate or never finish a request: the deadlines free the
-threads and a legitimate Agent connects (issue 12, class 2)."""
+"""`serve()` (gunicorn, in a child process, in each mode) with every worker thread (or
+gevent connection slot) taken by clients that never authenticate or never finish a
+request: the deadlines free them and a legitimate Agent connects (issue 12, class 2)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,19 @@ from typing import Iterator
 import pytest
 import websocket
 
+from smcp_sync.server.limits import SERVE_MODES
+
 from .hostile import close_all, closed_by_server, engineio_websocket, half_request
 from .parts import SETUP_TIMEOUT, join_agent
 
-#: Runs `SMCPServer(**options).serve(threads=...)` and prints the URL once bound.
+#: Runs `SMCPServer(**options).serve(mode=..., threads=..., connections=...)` and prints
+#: the URL once bound.
 SERVE = """
 import json, sys
 from smcp_sync import SMCPServer
 options = json.loads(sys.argv[1])
-threads = options.pop("threads")
-SMCPServer(**options).serve(port=0, threads=threads, on_ready=lambda url: print(url, flush=True))
+serving = {key: options.pop(key) for key in ("mode", "threads", "connections")}
+SMCPServer(**options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
 """
 
 
@@ -50,8 +53,11 @@ def serve(no_leaks) -> Iterator:
         proc.stdout.close()
 
 
-def test_a_legitimate_agent_connects_while_hostile_sockets_hold_every_thread(serve, stack):
-    url = serve(threads=4, handshake_timeout=2.0, header_timeout=2.0, max_connections_per_ip=2)
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_a_legitimate_agent_connects_while_hostile_sockets_hold_every_thread(serve, stack, mode):
+    # gevent: 4 connection slots, as many as the threads (gthread accepts more connections
+    # than threads, and they wait for one)
+    url = serve(mode=mode, threads=4, connections=4, handshake_timeout=2.0, header_timeout=2.0, max_connections_per_ip=2)
     silent = [engineio_websocket(url, source="127.0.0.2") for _ in range(2)]
     stack.callback(close_all, silent)
     for _ in range(3):  # past the per-address cap: refused at once, the thread is free again

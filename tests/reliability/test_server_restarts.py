@@ -21,18 +21,24 @@ COUNTED_FOR = 3.0
 
 
 def _pings_within(ws: websocket.WebSocket, seconds: float) -> int:
-    """Answer and count Engine.IO PINGs for `seconds` (a ping storm is thousands)."""
+    """Answer and count Engine.IO PINGs for `seconds` (a ping storm is thousands); the
+    socket's timeout is put back afterwards (the last one left was a few ms: the next
+    request on it timed out on a loaded machine)."""
     pings = 0
+    timeout = ws.gettimeout()
     deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        ws.settimeout(left)
-        try:
-            frame = ws.recv()
-        except websocket.WebSocketTimeoutException:
-            break
-        if frame == "2":
-            pings += 1
-            ws.send("3")
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            ws.settimeout(left)
+            try:
+                frame = ws.recv()
+            except websocket.WebSocketTimeoutException:
+                break
+            if frame == "2":
+                pings += 1
+                ws.send("3")
+    finally:
+        ws.settimeout(timeout)
     return pings
 
 

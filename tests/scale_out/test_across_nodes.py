@@ -24,6 +24,7 @@ from smcp_sync.computer import allow_all
 from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.server.limits import SERVE_MODES
 
 from .parts import Node, RedisServer, nodes, redis_server
 
@@ -161,10 +162,12 @@ def test_a_killed_node_leaves_its_offices_once(cluster) -> None:
         doomed_node.stop()
 
 
-def test_smcp_sync_server_with_redis_is_a_node(cluster, tmp_path: Path) -> None:
-    """`smcp-sync server --redis` under gunicorn: its forked worker is a node of its own."""
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_smcp_sync_server_with_redis_is_a_node(cluster, tmp_path: Path, mode: str) -> None:
+    """`smcp-sync server --redis` under gunicorn, in each mode: its forked worker is a
+    node of its own (gevent: its Redis clients on the patched socket module)."""
     redis, (a, _, _) = cluster
-    cli_node = ServerProcess("--port", "0", "--redis", redis.url)
+    cli_node = ServerProcess("--port", "0", "--redis", redis.url, "--mode", mode)
     try:
         with agent_at(cli_node.url, "cli") as agent:
             calls = CallLogs(tmp_path)

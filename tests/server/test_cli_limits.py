@@ -9,14 +9,16 @@ import websocket
 from reliability.hostile import close_all, closed_by_server, engineio_websocket
 
 from smcp_sync.cli import main
+from smcp_sync.server.limits import SERVE_MODES
 
 from .test_cli_server import server_process  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def test_the_bounds_are_command_line_options(server_process):  # noqa: F811
-    server = server_process("--port", "0", "--handshake-timeout", "1", "--max-connections-per-ip", "1")
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_the_bounds_are_command_line_options(server_process, mode):  # noqa: F811
+    server = server_process("--port", "0", "--handshake-timeout", "1", "--max-connections-per-ip", "1", "--mode", mode)
     silent = engineio_websocket(server.url)
     try:
         with pytest.raises(websocket.WebSocketBadStatusException):
@@ -27,10 +29,11 @@ def test_the_bounds_are_command_line_options(server_process):  # noqa: F811
     assert server.stop(signal.SIGTERM)[0] == 0
 
 
-def test_the_authentication_bounds_are_command_line_options(server_process):  # noqa: F811
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_the_authentication_bounds_are_command_line_options(server_process, mode):  # noqa: F811
     server = server_process(
         "--port", "0", "--api-key", "k", "--handshake-timeout", "60",  # not what closes them here
-        "--max-auth-failures-per-socket", "1", "--max-unauthenticated-bytes", "100",
+        "--max-auth-failures-per-socket", "1", "--max-unauthenticated-bytes", "100", "--mode", mode,
     )  # fmt: skip
     guessing = engineio_websocket(server.url)
     talkative = engineio_websocket(server.url)

@@ -1,4 +1,5 @@
-"""`smcp-sync server`: the production server (gunicorn gthread) in a child process."""
+"""`smcp-sync server`: the production server (gunicorn: gthread, or gevent with --mode
+gevent) in a child process."""
 
 from __future__ import annotations
 
@@ -12,8 +13,12 @@ import time
 import pytest
 import socketio
 
+from smcp_sync import Agent, Computer
 from smcp_sync.cli import main
+from smcp_sync.connection.session import ReconnectPolicy
+from smcp_sync.protocol.errors import ErrorCode
 from smcp_sync.protocol.events import NAMESPACE
+from smcp_sync.server.limits import SERVE_MODES
 
 from .peers import Peer
 
@@ -67,9 +72,10 @@ def server_process(no_leaks):
         process.kill()
 
 
+@pytest.mark.parametrize("mode", SERVE_MODES)
 @pytest.mark.parametrize("sig, exit_code", [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
-def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig, exit_code):
-    server = server_process("--port", "0", "--api-key", KEY)
+def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, mode, sig, exit_code):
+    server = server_process("--port", "0", "--api-key", KEY, "--mode", mode)
     with pytest.raises(socketio.exceptions.ConnectionError):
         Peer(server.url, auth={"api_key": "wrong"})
     computer = Peer(server.url, auth={"access_token": KEY}, transports=("polling", "websocket"))
@@ -82,6 +88,9 @@ def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig, exit
             "tools": [],
             "req_id": "r",
         }
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": data["params"]["x"]}]})
+        call = {"agent": "a1", "req_id": "t", "computer": "c1", "tool_name": "echo", "params": {"x": "hi"}, "timeout": 5}
+        assert agent.call("client:tool_call", call) == {"content": [{"type": "text", "text": "hi"}]}
         dropped = threading.Event()
         agent.client.on("disconnect", lambda reason=None: dropped.set(), namespace=NAMESPACE)
         code, elapsed = server.stop(sig)
@@ -92,6 +101,24 @@ def test_serves_with_auth_and_stops_cleanly_on_signals(server_process, sig, exit
     finally:
         computer.close()
         agent.close()
+
+
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_an_agent_calls_a_computers_tool_in_each_mode(server_process, mode):
+    """Our Agent and Computer, end to end: the call reaches the Computer (which has no
+    such tool: 4001, its own answer) and its answer comes back."""
+    server = server_process("--port", "0", "--api-key", KEY, "--mode", mode)
+    no_reconnect = ReconnectPolicy(enabled=False)
+    with (
+        Computer("c1", [], reconnect=no_reconnect) as computer,
+        Agent("a1", auth={"api_key": KEY}, reconnect=no_reconnect) as agent,
+    ):
+        computer.connect(server.url, "o1", auth={"api_key": KEY}, timeout=10)
+        agent.connect(server.url, timeout=10)
+        agent.join_office("o1", timeout=10)
+        result = agent.call_tool("c1", "missing", {}, timeout=10)
+        assert result.is_error and result.error_code == ErrorCode.TOOL_NOT_FOUND
+    assert server.stop(signal.SIGTERM)[0] == 0
 
 
 def test_gunicorn_logs_its_info_lines_at_log_level_info(server_process):
@@ -126,7 +153,9 @@ def test_the_underscore_key_header_of_official_01x_clients_is_read(server_proces
     assert server.stop(signal.SIGTERM)[0] == 0
 
 
-@pytest.mark.parametrize("args", [["--threads", "0"], ["--request-timeout", "0"], ["--port", "70000"]])
+@pytest.mark.parametrize(
+    "args", [["--threads", "0"], ["--connections", "0"], ["--mode", "eventlet"], ["--request-timeout", "0"], ["--port", "70000"]]
+)
 def test_bad_arguments_exit_2(args, capsys):
     assert main(["server", *args]) == 2
     assert "smcp-sync server:" in capsys.readouterr().err

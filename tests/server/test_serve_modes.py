@@ -1,0 +1,73 @@
+"""`serve()`'s modes as configured for gunicorn (what no client can observe without
+timing: how many connections the worker accepts), and the refusals of a mode that
+cannot run. Each mode serving, refusing, limiting and stopping: test_cli_server.py,
+test_cli_limits.py, tests/reliability/test_hostile_clients_serve.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from smcp_sync.server import SMCPServer
+from smcp_sync.server.gunicorn_runner import SPARE_FILES, GunicornServer
+
+
+def _runner(mode: str, **options: int | float) -> GunicornServer:
+    settings = {"threads": 400, "connections": 10_000, "header_timeout": 5.0, **options}
+    return GunicornServer(lambda: pytest.fail("nothing is served here"), host="127.0.0.1", port=0, mode=mode, **settings)
+
+
+def test_gthread_accepts_twice_threads_past_gunicorns_default_of_1000():
+    """README, Deployment: `--threads` caps the connections served at once, gunicorn
+    accepts twice as many (it left its own 1,000 in place: 1,002 of 3,000 connected)."""
+    config = _runner("threads", threads=3000).cfg
+    assert (config.threads, config.worker_connections) == (3000, 6000)
+    assert config.worker_class_str.endswith("._BoundedThreadWorker")
+
+
+def test_gevent_caps_connections_and_reads_each_head_within_the_header_timeout():
+    config = _runner("gevent", connections=12_000, header_timeout=2.5).cfg
+    assert config.worker_connections == 12_000
+    assert config.keepalive == 3  # gunicorn takes whole seconds
+    assert config.worker_class_str == "smcp_sync.server.gevent_worker.BoundedGeventWorker"
+
+
+def test_gevent_mode_without_gevent_names_the_extra(monkeypatch):
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "gevent" else find_spec(name, *args))
+    with pytest.raises(RuntimeError, match=r"pip install 'smcp_sync\[gevent\]'"):
+        _runner("gevent")
+
+
+def test_modes_that_cannot_run_are_refused():
+    with pytest.raises(ValueError, match="mode must be one of threads, gevent, got 'eventlet'"):
+        SMCPServer().serve(mode="eventlet")
+    with pytest.raises(ValueError, match="async_mode is one of threading, gevent, got 'eventlet'"):
+        SMCPServer(async_mode="eventlet")
+    with pytest.raises(RuntimeError, match="needs the standard library patched by gevent first"):
+        SMCPServer(async_mode="gevent")  # this process is not patched
+
+
+#: In a child: a soft limit of 512 open files, then what the worker does for 2,000
+#: connections; prints the soft limit in force.
+RAISE_LIMIT = """
+import resource
+from smcp_sync.server.gunicorn_runner import SPARE_FILES, _allow_open_files
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
+_allow_open_files(2000 + SPARE_FILES)
+print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)
+"""
+
+
+def test_the_worker_raises_its_open_files_limit_for_its_connections():
+    """README, Deployment: the usual soft limit (1,024) would refuse connections long
+    before gevent's 10,000."""
+    out = subprocess.run([sys.executable, "-c", RAISE_LIMIT], capture_output=True, text=True, timeout=60, check=True)
+    soft, hard = (int(value) for value in out.stdout.split())
+    wanted = 2000 + SPARE_FILES
+    assert soft == (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)) > 512
