@@ -7,6 +7,7 @@ From the repository root (the dev virtualenv: smcp_sync installed, plus psutil):
     python -m benchmarks --quick              # tiny counts: checks the script works
     python -m benchmarks --only finder --finder-docs 10000   # 10 x 10,000 documents
     python -m benchmarks --only scale_out     # opt-in: needs a redis-server binary
+    python -m benchmarks --only capacity      # opt-in: 1,000 to 10,000 idle connections, ~15 minutes
     python -m benchmarks --json out.json --markdown out.md
 
 Sections: see `SECTIONS`. The official SDK section builds (once) or reuses a virtualenv
@@ -29,7 +30,7 @@ from typing import Any
 
 from tests.interop.venv import CURRENT, LEGACY, official_sdk_python
 
-from . import echo, finder, hostile, loadgen, memory, paths, report, roundtrip, scale_out
+from . import capacity, echo, finder, hostile, loadgen, memory, paths, report, roundtrip, scale_out
 
 log = logging.getLogger("benchmarks")
 
@@ -56,6 +57,8 @@ QUICK_HOSTILE = hostile.HostilePlan(
     more_threads=20,
     server_options={"handshake_timeout": 1.0, "header_timeout": 1.0, "max_send_backlog": 1024 * 1024},
 )
+FULL_CAPACITY = capacity.CapacityPlan()
+QUICK_CAPACITY = capacity.CapacityPlan(levels=(20,), unloaded_seconds=0.5, probe_seconds=0.5)
 
 #: Round-trip sections and the paths they measure (all measured together, in rounds).
 ROUND_TRIP_PATHS = {
@@ -65,9 +68,10 @@ ROUND_TRIP_PATHS = {
     "scale_out": ("redis_same_node", "redis_cross_node"),
 }
 FINDER_SECTIONS = ("finder", "storm", "updates")
-SECTIONS = (*ROUND_TRIP_PATHS, *FINDER_SECTIONS, "memory", "hostile")
-#: Run without --only: scale_out is left out (it needs a redis-server binary).
-DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section != "scale_out")
+SECTIONS = (*ROUND_TRIP_PATHS, *FINDER_SECTIONS, "memory", "hostile", "capacity")
+#: Run without --only: scale_out is left out (it needs a redis-server binary), and
+#: capacity (thousands of connections for a quarter of an hour).
+DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section not in ("scale_out", "capacity"))
 
 
 class Run:
@@ -96,6 +100,12 @@ class Run:
         self.memory_results: dict[str, Any] | None = None
         self.hostile_plan = QUICK_HOSTILE if args.quick else FULL_HOSTILE
         self.hostile_results: dict[str, Any] | None = None
+        self.capacity_plan = QUICK_CAPACITY if args.quick else FULL_CAPACITY
+        if args.capacity_levels:
+            self.capacity_plan = dataclasses.replace(self.capacity_plan, levels=args.capacity_levels)
+        if args.capacity_servers:
+            self.capacity_plan = dataclasses.replace(self.capacity_plan, servers=args.capacity_servers)
+        self.capacity_results: dict[str, Any] | None = None
         self.registry_results: list[dict[str, Any]] | None = None
         self.failover_results: list[float] | None = None
         self.quick = args.quick
@@ -134,6 +144,9 @@ class Run:
     def hostile_section(self) -> None:
         self.hostile_results = hostile.run(self.hostile_plan)
 
+    def capacity_section(self) -> None:
+        self.capacity_results = capacity.run(self.capacity_plan, self.current_official_python, log)
+
     def registry_section(self) -> None:
         self.registry_results = scale_out.registry_operations(self.quick)
 
@@ -150,6 +163,8 @@ class Run:
             steps.append(("memory", self.memory_section))
         if "hostile" in self.sections:
             steps.append(("hostile", self.hostile_section))
+        if "capacity" in self.sections:
+            steps.append(("capacity", self.capacity_section))
         if "scale_out" in self.sections:
             steps.append(("registry", self.registry_section))
             steps.append(("failover", self.failover_section))
@@ -180,6 +195,8 @@ class Run:
             tables.append(report.memory_table(self.memory_results))
         if self.hostile_results is not None:
             tables += report.hostile_tables(self.hostile_results)
+        if self.capacity_results is not None:
+            tables.append(report.capacity_table(self.capacity_results, capacity.LABELS))
         if self.registry_results is not None:
             tables.append(report.registry_table(self.registry_results))
         if self.failover_results is not None:
@@ -206,6 +223,7 @@ class Run:
             "finder": self.finder_results,
             "memory": self.memory_results,
             "hostile": {"plan": self.hostile_plan.to_dict(), **(self.hostile_results or {})},
+            "capacity": self.capacity_results,
             "registry": self.registry_results,
             "failover": self.failover_results,
             "load": self.loads,
@@ -218,6 +236,13 @@ def _names(text: str) -> tuple[str, ...]:
     unknown = sorted(set(names) - set(SECTIONS))
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}; got {text!r}")
+    return names
+
+
+def _servers(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names or set(names) - set(capacity.SERVERS):
+        raise argparse.ArgumentTypeError(f"capacity servers are {', '.join(capacity.SERVERS)}; got {text!r}")
     return names
 
 
@@ -251,6 +276,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--rounds", type=_positive, help=f"interleaved rounds of the round-trip paths (default {FULL_ROUNDS})"
     )
     parser.add_argument("--memory-levels", type=_counts, help="idle clients per memory sample (default 10,100,300)")
+    parser.add_argument(
+        "--capacity-servers",
+        type=_servers,
+        help=f"servers of the capacity section ({','.join(capacity.SERVERS)}; default: all)",
+    )
+    parser.add_argument(
+        "--capacity-levels",
+        type=_counts,
+        help=f"idle connections per capacity point (default {','.join(map(str, FULL_CAPACITY.levels))})",
+    )
     parser.add_argument(
         "--finder-docs", type=_positive, help=f"documents per MCP server of the Finder sections (default {FULL_FINDER.documents})"
     )

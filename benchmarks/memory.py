@@ -41,20 +41,20 @@ def raise_fd_limit(clients: int) -> tuple[int, int]:
     return resource.getrlimit(resource.RLIMIT_NOFILE)
 
 
-def _sample(proc: psutil.Process) -> dict[str, float]:
+def sample(proc: psutil.Process) -> dict[str, float]:
     with proc.oneshot():
         return {"rss_mb": proc.memory_info().rss / 2**20, "threads": proc.num_threads(), "fds": proc.num_fds()}
 
 
-def _settled(proc: psutil.Process) -> dict[str, float]:
+def settled(proc: psutil.Process) -> dict[str, float]:
     """Sample once the thread count has not moved for `SETTLE_QUIET` s (bounded): a
     process of someone else's has no event to wait on, so this polls."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
-    last = _sample(proc)
+    last = sample(proc)
     still_since = time.monotonic()
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        now = _sample(proc)
+        now = sample(proc)
         if now["threads"] != last["threads"]:
             still_since = time.monotonic()
         last = now
@@ -69,7 +69,7 @@ def idle_clients(levels: tuple[int, ...]) -> dict[str, Any]:
     with Peers() as peers:
         ready = peers.start("smcp-server")
         server = psutil.Process(ready["pid"])
-        baseline = _settled(server)
+        baseline = settled(server)
         rows = []
         connected = 0
         for level in sorted(levels):
@@ -87,7 +87,7 @@ def idle_clients(levels: tuple[int, ...]) -> dict[str, Any]:
                     timeout=CONNECT_TIMEOUT,
                 )
                 connected += batch
-            sample = _settled(server)
-            per_client = {f"{key}_per_client": (sample[key] - baseline[key]) / level for key in sample}
-            rows.append({"clients": level, **sample, **per_client})
+            now = settled(server)
+            per_client = {f"{key}_per_client": (now[key] - baseline[key]) / level for key in now}
+            rows.append({"clients": level, **now, **per_client})
     return {"baseline": baseline, "levels": rows, "fd_limit": list(limit)}

@@ -7,11 +7,13 @@ read the Server's RSS and threads without the clients' own.
 
 Roles:
 
-* ``smcp-server [--redis URL]``: `SMCPServer().start()` (werkzeug, threading mode) on
-  127.0.0.1:0, without the per-address cap (every client of a benchmark comes from
-  127.0.0.1); with ``--redis`` a node of a scale-out sharing that Redis;
-* ``smcp-serve --threads N --options JSON``: `SMCPServer(**options).serve()` (gunicorn
-  gthread: a master, whose pid the ready line gives, and one worker process);
+* ``smcp-server [--redis URL] [--options JSON]``: `SMCPServer(**options).start()`
+  (werkzeug, threading mode) on 127.0.0.1:0, without the per-address cap (every client
+  of a benchmark comes from 127.0.0.1); with ``--redis`` a node of a scale-out sharing
+  that Redis;
+* ``smcp-serve --threads N [--mode M --connections C] --options JSON``:
+  `SMCPServer(**options).serve()` (gunicorn, gthread or gevent: a master, whose pid the
+  ready line gives, and one worker process);
 * ``raw-server``: a bare python-socketio threading Server on the same werkzeug
   transport, whose ``echo`` event returns its payload (the Socket.IO floor);
 * ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O,
@@ -61,7 +63,7 @@ def wait_for_stop() -> None:
 def run_smcp_server(args: argparse.Namespace) -> None:
     from smcp_sync.server import SMCPServer
 
-    server = SMCPServer(max_connections_per_ip=None, redis_url=args.redis)
+    server = SMCPServer(**{"max_connections_per_ip": None, "redis_url": args.redis, **json.loads(args.options)})
     url = server.start()
     emit({"event": "ready", "url": url, "pid": os.getpid()})
     wait_for_stop()
@@ -82,7 +84,9 @@ def run_smcp_serve(args: argparse.Namespace) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=stop_on_eof, name="bench-stdin", daemon=True).start()
-    SMCPServer(**json.loads(args.options)).serve(port=0, threads=args.threads, on_ready=ready)
+    SMCPServer(**json.loads(args.options)).serve(
+        port=0, mode=args.mode, threads=args.threads, connections=args.connections, on_ready=ready
+    )
 
 
 def run_raw_server(args: argparse.Namespace) -> None:
@@ -139,10 +143,13 @@ def main() -> None:
     smcp_server = roles.add_parser("smcp-server")
     smcp_server.set_defaults(run=run_smcp_server)
     smcp_server.add_argument("--redis", help="share offices through this Redis (a scale-out node)")
+    smcp_server.add_argument("--options", default="{}", help="SMCPServer keyword options (JSON)")
     roles.add_parser("raw-server").set_defaults(run=run_raw_server)
     serve = roles.add_parser("smcp-serve")
     serve.set_defaults(run=run_smcp_serve)
     serve.add_argument("--threads", type=int, required=True)
+    serve.add_argument("--mode", default="threads", help="serve()'s mode: threads or gevent")
+    serve.add_argument("--connections", type=int, default=10_000, help="most connections in mode gevent")
     serve.add_argument("--options", default="{}", help="SMCPServer keyword options (JSON)")
     computer = roles.add_parser("computer")
     computer.set_defaults(run=run_computer)

@@ -300,6 +300,51 @@ def header(info: dict[str, Any], echo_label: str | None, plan: dict[str, Any]) -
     )
 
 
+def capacity_table(result: dict[str, Any], labels: dict[str, str]) -> Table:
+    table = Table(
+        "Capacity: idle authenticated connections held by one Server process",
+        [
+            "server",
+            "connections",
+            "connected",
+            "connect s",
+            "RSS MB",
+            "KB/connection",
+            "threads",
+            "probe p50 ms unloaded",
+            "probe p99 ms unloaded",
+            "probe p50 ms loaded",
+            "probe p99 ms loaded",
+            "p99 loaded / unloaded",
+            "dropped",
+            "load",
+        ],
+    )
+    for row in result["rows"]:
+        label = labels.get(row["server"], row["server"])
+        if "error" in row:
+            table.add(label, row["connections"], 0, *[None] * 10, f"{row['load'][0]:.1f}-{row['load'][1]:.1f}")
+            continue
+        unloaded, loaded = row["unloaded_ms"], row["loaded_ms"]
+        table.add(
+            label,
+            row["connections"],
+            row["connected"],
+            row["connect_s"],
+            row["loaded"]["rss_mb"],
+            row["kb_per_connection"],
+            row["loaded"]["threads"],
+            unloaded["p50"],
+            unloaded["p99"],
+            loaded["p50"],
+            loaded["p99"],
+            loaded["p99"] / unloaded["p99"],
+            row["lost"] + row["failed"],
+            f"{row['load'][0]:.1f}-{row['load'][1]:.1f}",
+        )
+    return table
+
+
 def load_note(loads: dict[str, tuple[list[float], list[float]]]) -> Table:
     table = Table("Machine load during each section (1-min load average)", ["section", "before", "after"])
     for section, (before, after) in loads.items():

@@ -179,3 +179,29 @@ def test_quick_run_prints_every_table_with_numbers_and_leaves_nothing_running(tm
 
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
+
+
+@pytest.mark.interop  # the official Server beside ours
+@pytest.mark.once
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_quick_capacity_run_holds_every_connection_on_every_server(tmp_path, no_leaks):
+    """The opt-in capacity section (not in the run above): each server, our modes and the
+    official one, holds the quick level's idle connections and answers the probe."""
+    returncode, stdout, stderr, descendants = run_watching_descendants(
+        [sys.executable, "-m", "benchmarks", "--only", "capacity", "--quick"], tmp_path, RUN_TIMEOUT
+    )
+    assert returncode == 0, stdout[-3000:] + stderr[-5000:]
+    rows = parse_tables(stdout)["Capacity: idle authenticated connections held by one Server process"]
+    assert [row["server"] for row in rows] == [
+        "smcp_sync start() (werkzeug threads)",
+        "smcp_sync serve() threads (gthread)",
+        "smcp_sync serve() gevent",
+        "official 0.4.2 (AsyncServer, uvicorn)",
+    ]
+    for row in rows:
+        assert int(row["connected"]) == int(row["connections"]) == 20 and int(row["dropped"]) == 0, row
+        assert number(row["probe p99 ms loaded"]) >= number(row["probe p50 ms loaded"]) > 0, row
+        assert number(row["RSS MB"]) > 0 and number(row["connect s"]) > 0, row
+    assert int(rows[2]["threads"]) < 10  # gevent: no thread per connection
+    survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not survivors, f"processes started by the benchmark still run: {survivors}"
