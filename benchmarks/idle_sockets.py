@@ -103,7 +103,6 @@ async def run(url: str, count: int, key: str, in_flight: int) -> None:
     address = urlsplit(url)
     host, port = address.hostname or "127.0.0.1", address.port or 80
     gate = asyncio.Semaphore(in_flight)
-    sockets: list[IdleSocket] = []
     errors: collections.Counter[str] = collections.Counter()
 
     async def open_one() -> IdleSocket | None:
