@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import socket
 import threading
 from typing import Any, Callable
 
@@ -59,6 +60,19 @@ class PromptCloseWebSocket(websocket.WebSocket):
 
     def close(self, status: int = websocket.STATUS_NORMAL, reason: bytes | str = b"", timeout: float | None = 0) -> None:
         super().close(status, reason, timeout=0)
+
+    def shutdown(self) -> None:
+        """websocket-client's, after shutting the socket down for both directions: its
+        `close` does that only when it could send the close frame, and closing alone
+        does not wake the Engine.IO read loop blocked in `recv` on another thread (it
+        waited out its timeout, ping_interval + ping_timeout, past our close)."""
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # not connected, or already shut down by `close`
+                pass
+        super().shutdown()
 
 
 class PooledEngineIOClient(engineio.Client):
