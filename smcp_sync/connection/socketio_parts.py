@@ -72,7 +72,7 @@ class PromptCloseWebSocket(websocket.WebSocket):
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:  # not connected, or already shut down by `close`
                 pass
-        super().shutdown()
+        super().shutdown()  # type: ignore[no-untyped-call]
 
 
 class PooledEngineIOClient(engineio.Client):
