@@ -158,6 +158,10 @@ class SMCPServer:
         for event in events.CLIENT_EVENTS:
             self._handle(event, router.handler_for(event))
         self.sio.handle_inline(events.CLIENT_EVENTS)  # routing never blocks: it answers with a Future
+        if self.registry.in_process and "client_manager" not in socketio_options:
+            # nor do the Server's own requests when nothing they touch waits on I/O: one
+            # hand-off less for each (benchmarks/README.md, capacity)
+            self.sio.handle_inline(events.SERVER_EVENTS)
         self.sio.on("*", _refuse_unknown_event, namespace=NAMESPACE)
 
         self.require_client_version = require_client_version

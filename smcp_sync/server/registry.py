@@ -49,6 +49,11 @@ class RegistryListener(abc.ABC):
 class OfficeRegistry(abc.ABC):
     """Sessions (one per connected Socket.IO sid) and the offices they have joined."""
 
+    #: Every call is answered from this process's memory, never waiting on I/O: the
+    #: Server then runs its own requests (join, list, notify) on the thread that read
+    #: them, without handing them to its handler pool.
+    in_process: bool = False
+
     def attach(self, listener: RegistryListener) -> None:
         """Start the registry's background work, reporting to `listener` (shared registries)."""
 
@@ -92,6 +97,8 @@ class OfficeRegistry(abc.ABC):
 
 class InMemoryRegistry(OfficeRegistry):
     """The registry of a single Server process, guarded by one lock."""
+
+    in_process = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
