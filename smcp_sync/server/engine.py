@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
+import random
 import re
 import socket
 import threading
@@ -43,6 +44,14 @@ from .request_deadlines import shutdown_socket
 from .send_backlog import BacklogQueue
 
 logger = logging.getLogger(__name__)
+
+
+#: Each ping is sent up to this fraction of `ping_interval` early, at random. Clients
+#: that connected together (a crowd, a reconnect after a restart) are otherwise pinged
+#: together every cycle: each burst of pings and pongs held a request up by several ms
+#: at 10,000 connections (benchmarks/README.md, capacity). An early ping is within
+#: Engine.IO's rules: a client only waits at most `ping_interval + ping_timeout` for one.
+PING_JITTER = 0.1
 
 
 class StoppableEngineIO(engineio.Server):
@@ -84,12 +93,13 @@ class StoppableEngineIO(engineio.Server):
 
     def start_background_task(self, target: Any, *args: Any, **kwargs: Any) -> Any:
         """Engine.IO's, but a socket's next ping (`Socket._send_ping`, which sleeps
-        `ping_interval` then queues a PING) is a deadline, not a thread of its own, and
-        under gevent a websocket's writer runs only while there is something to send
-        (`_WriterOnDemand`)."""
+        `ping_interval` then queues a PING) is a deadline, not a thread of its own, up to
+        `PING_JITTER` early, and under gevent a websocket's writer runs only while there
+        is something to send (`_WriterOnDemand`)."""
         if getattr(target, "__func__", None) is EngineIOSocket._send_ping and not args and not kwargs:
             sock = target.__self__
-            self.deadlines.call_at(time.monotonic() + self.ping_interval, lambda: _ping(sock))
+            early = self.ping_interval * PING_JITTER * random.random()
+            self.deadlines.call_at(time.monotonic() + self.ping_interval - early, lambda: _ping(sock))
             return None
         if self.async_mode == "gevent" and getattr(target, "__qualname__", "") == _WEBSOCKET_WRITER:
             cells = dict(zip(target.__code__.co_freevars, (cell.cell_contents for cell in target.__closure__)))
