@@ -483,6 +483,10 @@ class _CountedSocket:
         return getattr(self._sock, name)
 
 
+#: Seconds after which a handshake deadline that passed during the session's CONNECT
+#: looks at the session again.
+_CONNECT_RECHECK = 0.5
+
 #: Seconds `SocketIOServer.shutdown` waits for event handlers still running.
 HANDLER_STOP_TIMEOUT = 5.0
 
@@ -510,6 +514,9 @@ class SocketIOServer(socketio.Server):
         self._max_auth_failures = limits.max_auth_failures_per_socket
         self.auth_failures = AuthFailures(limits.max_auth_failures_per_ip, self.eio.deadlines.call_at)
         self._admitted: dict[str, _Admitted] = {}
+        #: Sessions whose namespace CONNECT is being handled: their handshake deadline waits.
+        self._connecting: set[str] = set()
+        self._handshakes = threading.Lock()
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
@@ -609,16 +616,27 @@ class SocketIOServer(socketio.Server):
         return any(self.manager.sid_from_eio_sid(eio_sid, ns) for ns in list(self.manager.get_namespaces()))
 
     def _end_handshake(self, eio_sid: str) -> None:
-        if eio_sid not in self.eio.sockets or self._in_a_namespace(eio_sid):
-            return
-        admitted = self._admitted.get(eio_sid)
-        logger.info(
-            "closed Engine.IO connection %s from %s: no namespace connect within %.1f s (handshake_timeout)",
-            eio_sid,
-            admitted.address if admitted is not None else "?",
-            self._handshake_timeout,
-        )
-        self.eio.cut(eio_sid)
+        """Close `eio_sid` unless it connected to a namespace; one whose CONNECT is being
+        handled is looked at again once that is done (cut mid-way, python-socketio's
+        connect handling fails on the session's forgotten environment)."""
+        with self._handshakes:
+            if eio_sid in self._connecting:
+                admitted = self._admitted.get(eio_sid)
+                if admitted is not None:
+                    admitted.deadline = self.eio.deadlines.call_at(
+                        time.monotonic() + _CONNECT_RECHECK, lambda: self._end_handshake(eio_sid)
+                    )
+                return
+            if eio_sid not in self.eio.sockets or self._in_a_namespace(eio_sid):
+                return
+            admitted = self._admitted.get(eio_sid)
+            logger.info(
+                "closed Engine.IO connection %s from %s: no namespace connect within %.1f s (handshake_timeout)",
+                eio_sid,
+                admitted.address if admitted is not None else "?",
+                self._handshake_timeout,
+            )
+            self.eio.cut(eio_sid)
 
     def _left_namespace(self, eio_sid: str) -> None:
         """A session that is no longer in any namespace (it sent DISCONNECT, or the Server
@@ -692,7 +710,15 @@ class SocketIOServer(socketio.Server):
         admitted = self._admitted.get(eio_sid)
         checked = admitted is None or not self.auth_failures.backed_off(admitted.address)
         if checked:
-            super()._handle_connect(eio_sid, namespace, data)
+            with self._handshakes:
+                if eio_sid not in self.eio.sockets:  # closed meanwhile (its handshake deadline)
+                    return
+                self._connecting.add(eio_sid)
+            try:
+                super()._handle_connect(eio_sid, namespace, data)
+            finally:
+                with self._handshakes:
+                    self._connecting.discard(eio_sid)
             if self.manager.sid_from_eio_sid(eio_sid, namespace or "/") is not None:
                 self.eio.set_authenticated(eio_sid, True)
                 return

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -21,7 +22,7 @@ CLIENTS = 12
 
 def _ping_intervals(url: str, pings: int) -> list[float]:
     """Seconds from one Engine.IO PING to the next on a websocket that answers each."""
-    ws = websocket.create_connection(url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket", timeout=10)
+    ws = _engineio_websocket(url)
     try:
         assert ws.recv().startswith("0{")
         ws.send(f"40{events.NAMESPACE},")
@@ -96,3 +97,58 @@ def test_the_servers_own_requests_run_on_the_reading_thread_when_the_registry_is
 def test_a_registry_that_may_wait_on_io_keeps_the_servers_requests_on_the_handler_pool(server_factory):
     threads = _list_room_threads(server_factory, _RecordingRegistry(in_process=False))
     assert threads and all(name.startswith("smcp-server-worker") for name in threads), threads
+
+
+def test_a_connect_under_way_when_the_handshake_deadline_passes_is_finished_not_cut_mid_way(server_factory, caplog):
+    """The handshake deadline may pass while the session's namespace CONNECT is being
+    handled (a busy Server): the connect completes, and the session stays. Cut mid-way,
+    python-socketio's handler failed on the session's forgotten environment (KeyError,
+    logged with its traceback)."""
+    server = _slow_to_connect(server_factory(handshake_timeout=0.3))
+    ws = _engineio_websocket(server.url)
+    try:
+        assert ws.recv().startswith("0{")
+        with caplog.at_level(logging.INFO):
+            ws.send(f"40{events.NAMESPACE},")
+            assert ws.recv().startswith(f"40{events.NAMESPACE},")  # connected
+            time.sleep(0.8)  # past a second deadline: a connected session is never cut
+            assert ws.connected and len(server.sio.eio.sockets) == 1
+        assert not [record for record in caplog.records if record.levelno >= logging.ERROR], caplog.text
+        assert "handshake_timeout" not in caplog.text
+    finally:
+        ws.close()
+
+
+def test_a_refused_connect_under_way_when_the_handshake_deadline_passes_is_closed_once_refused(server_factory, caplog):
+    server = _slow_to_connect(server_factory(auth="right-key", handshake_timeout=0.3))
+    ws = _engineio_websocket(server.url)
+    try:
+        assert ws.recv().startswith("0{")
+        with caplog.at_level(logging.INFO):
+            ws.send(f"40{events.NAMESPACE}," + '{"token": "wrong-key"}')
+            assert ws.recv().startswith(f"44{events.NAMESPACE},")  # refused
+            deadline = time.monotonic() + 5
+            while server.sio.eio.sockets and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not server.sio.eio.sockets  # the deadline, looked at again, closed it
+        assert not [record for record in caplog.records if record.levelno >= logging.ERROR], caplog.text
+        assert "no namespace connect within 0.3 s (handshake_timeout)" in caplog.text
+    finally:
+        ws.close()
+
+
+def _slow_to_connect(server: Any) -> Any:
+    """`server`, handling each namespace CONNECT for 0.8 s (a busy Server), past its handshake deadline."""
+    manager = server.sio.manager
+    pre_connect = manager.pre_connect
+
+    def slow_pre_connect(*args: Any) -> Any:
+        time.sleep(0.8)
+        return pre_connect(*args)
+
+    manager.pre_connect = slow_pre_connect
+    return server
+
+
+def _engineio_websocket(url: str) -> websocket.WebSocket:
+    return websocket.create_connection(url.replace("http://", "ws://") + "/socket.io/?EIO=4&transport=websocket", timeout=10)
