@@ -35,6 +35,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 
+#: The private_key_jwt assertion algorithms accepted (an oauth.mode ``algorithm`` may name each).
+JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384"]
+
 
 class AuthorizationServer:
     def __init__(self, ttl: float = 60.0, scope: str = "tools", tls: ssl.SSLContext | None = None) -> None:
@@ -50,8 +53,9 @@ class AuthorizationServer:
         self.resources_asked: list[str | None] = []
         #: Whether metadata says client ids may be client metadata document URLs.
         self.client_metadata_documents = True
-        #: The audience of each private_key_jwt assertion received.
+        #: The audience and the algorithm (its header's ``alg``) of each private_key_jwt assertion accepted.
         self.assertion_audiences: list[Any] = []
+        self.assertion_algorithms: list[str] = []
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
@@ -229,11 +233,12 @@ class AuthorizationServer:
         if used == "private_key_jwt":
             try:  # RFC 7523: its issuer, or its token endpoint
                 claims = jwt.decode(
-                    proof, client["public_key"], algorithms=["ES256", "RS256"], audience=[self.url, f"{self.url}/token"]
+                    proof, client["public_key"], algorithms=JWT_ALGORITHMS, audience=[self.url, f"{self.url}/token"]
                 )
             except jwt.InvalidTokenError:
                 return None
             self.assertion_audiences.append(claims["aud"])
+            self.assertion_algorithms.append(jwt.get_unverified_header(proof)["alg"])
             return client_id if claims.get("iss") == client_id else None
         if used != "none" and not secrets.compare_digest(proof, client["client_secret"]):
             return None

@@ -13,11 +13,16 @@ from typing import Any, Mapping, NoReturn, Union
 from urllib.parse import urlsplit
 
 import attrs
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from .files import ConfigError
 
 #: The JWT algorithms of ``clientCredentialsPrivateKeyJwt`` (as a2c-smcp 0.4.2 lists them).
 JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384")
+#: The EC curve each ES* algorithm signs with (RFC 7518 section 3.4).
+_CURVES = {"ES256": ec.SECP256R1, "ES384": ec.SECP384R1}
 
 
 @attrs.frozen
@@ -114,6 +119,29 @@ def secret_inputs(mode: OAuthMode) -> list[str]:
     if isinstance(mode, ClientCredentials):
         names.append(mode.private_key_input)
     return [name for name in names if name]
+
+
+def check_private_key(pem: str, mode: ClientCredentials, server: str) -> None:
+    """`pem` (the value of `mode`'s ``privateKeyInput``) can sign its ``algorithm``: an
+    unencrypted PEM private key, RSA for RS*, EC on the algorithm's curve for ES*. Checked
+    when the server is configured: PyJWT refuses such a key only at each connection
+    attempt, and its message names no input. The key itself is in no message."""
+    try:
+        key = load_pem_private_key(pem.encode(), password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        key = None
+    curve = _CURVES.get(mode.algorithm)
+    if curve is None:
+        fits = isinstance(key, rsa.RSAPrivateKey)
+    else:
+        fits = isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(key.curve, curve)
+    if not fits:
+        wanted = "an RSA key" if curve is None else f"an EC key on curve {curve.name}"
+        raise ConfigError(
+            f"MCP server {server!r}: input {mode.private_key_input!r} (oauth.mode.privateKeyInput) is not a private key "
+            f"for {mode.algorithm}: it must be {wanted}, in unencrypted PEM",
+            details={"field": "oauth.mode.privateKeyInput", "input": mode.private_key_input, "mcp_server": server},
+        )
 
 
 def _check_url(url: str, server: str, field: str, *, https_path: bool) -> None:

@@ -69,7 +69,7 @@ from ...protocol.models import (
     StdioServerConfig,
     StreamableHttpServerConfig,
 )
-from ..config.oauth_mode import ClientCredentials, oauth_mode, secret_inputs
+from ..config.oauth_mode import ClientCredentials, check_private_key, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore
 
 if sys.version_info < (3, 11):
@@ -216,6 +216,8 @@ def resolve_secrets(config: MCPServerConfig, value: Callable[[str], Any]) -> Cli
                 f"input {input_id!r} (a secret of MCP server {server!r}'s oauth block) must be a non-empty string",
                 details={"input": input_id, "mcp_server": server},
             )
+    if isinstance(mode, ClientCredentials) and mode.private_key_input is not None:
+        check_private_key(values[mode.private_key_input], mode, server)
     return ClientSecrets(values)
 
 
