@@ -13,6 +13,8 @@ only the method it was registered with among those `auth_methods` offers; the cl
 credentials grant; clients named by the https URL of their client metadata document
 (CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
+A client credentials token carries the scope asked for, if `grantable` allows all of it
+(else ``invalid_scope``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class AuthorizationServer:
         #: The audience and the algorithm (its header's ``alg``) of each private_key_jwt assertion accepted.
         self.assertion_audiences: list[Any] = []
         self.assertion_algorithms: list[str] = []
+        #: The scopes a client credentials grant may be given besides `scope`.
+        self.grantable: set[str] = set()
+        #: The scope each client credentials request asked for (None: none), in order.
+        self.scopes_asked: list[str | None] = []
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
@@ -155,6 +161,7 @@ class AuthorizationServer:
             return 401, {"error": "invalid_client"}
         if not self._resource_ok(form):
             return 400, {"error": "invalid_target"}
+        scope = self.scope
         with self._lock:
             if grant == "authorization_code":
                 granted = self.codes.pop(form.get("code", ""), None)
@@ -167,9 +174,13 @@ class AuthorizationServer:
                 old = self.refresh.pop(form.get("refresh_token", ""), None)
                 if old is None or old["client_id"] != authenticated:
                     return 400, {"error": "invalid_grant"}
-                client_id = old["client_id"]
+                client_id, scope = old["client_id"], old["scope"]
             elif grant == "client_credentials" and self.clients.get(authenticated, {}).get("client_secret"):
                 client_id = authenticated
+                self.scopes_asked.append(form.get("scope"))
+                scope = form.get("scope", self.scope)
+                if not set(scope.split()) <= self.grantable | {self.scope}:
+                    return 400, {"error": "invalid_scope"}
             else:
                 return 400, {"error": "unsupported_grant_type"}
             self.grants[grant] += 1
@@ -177,15 +188,16 @@ class AuthorizationServer:
             self.access[access] = {
                 "client_id": client_id,
                 "exp": time.time() + self.ttl,
+                "scope": scope,
             }
-            self.refresh[refresh] = {"client_id": client_id}
+            self.refresh[refresh] = {"client_id": client_id, "scope": scope}
         body = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": int(self.ttl),
             "refresh_token": refresh,
         }
-        return 200, {**body, "scope": self.scope}
+        return 200, {**body, "scope": scope}
 
     def revoke(self, form: dict[str, str]) -> None:
         with self._lock:
@@ -200,7 +212,7 @@ class AuthorizationServer:
         return {
             "active": True,
             "client_id": token["client_id"],
-            "scope": self.scope,
+            "scope": token["scope"],
             "exp": int(token["exp"]),
         }
 

@@ -1,6 +1,10 @@
 """The client credentials modes beyond test_oauth_modes.py (README, "OAuth for remote MCP
 servers"), with the same real parts: a JWT signed by each RS* algorithm (and ES384) with a
-key made here, and a key that cannot sign its algorithm refused when configured. Keys are
+key made here; a key that cannot sign its algorithm refused when configured; and a scope
+step-up — an MCP server answering a call 403 ``insufficient_scope`` naming a wider scope
+(tests/mcp_servers/oauth_server.py ``--step-up``), which a client credentials grant obtains
+asking nobody over streamable HTTP, and which is 4007 where the authorization server
+refuses it, over SSE, and for an authorization code grant. Keys, secrets and tokens are
 shown nowhere.
 """
 
@@ -17,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from smcp_sync.computer import Computer, ConfigError, FileTokenStore, allow_all
 from smcp_sync.protocol.codec import to_wire
+from smcp_sync.protocol.errors import ErrorCode
 
 from .authorization_server import AuthorizationServer
 from .helpers import FAST, http_config, start_http_server, stop
@@ -35,8 +40,10 @@ def issuer() -> Iterator[AuthorizationServer]:
 
 @pytest.fixture(scope="module")
 def protected(issuer: AuthorizationServer) -> Iterator[str]:
-    """The protected streamable MCP server's URL."""
-    proc, url = start_http_server(OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url)
+    """The protected streamable MCP server's URL: its calls of `add` also need scope ``admin``."""
+    proc, url = start_http_server(
+        OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"
+    )
     try:
         yield url
     finally:
@@ -172,3 +179,124 @@ def test_set_input_with_a_key_that_cannot_sign_is_refused_and_the_server_goes_on
         assert host.call_tool("locked__echo", {"text": "still"}, timeout=20).text == "still"
     assert issuer.assertion_algorithms[-1] == "RS256"
 
+
+def secret_computer(
+    url: str, issuer: AuthorizationServer, client_id: str, secret: str, store: Path, transport: str = "streamable"
+) -> Computer:
+    mode = {"type": "clientCredentialsSecret", "clientId": client_id, "clientSecretInput": "oauth_secret", "issuer": issuer.url}
+    config = http_config("locked", transport, url, oauth={"scopes": ["tools"], "mode": mode})
+    secret_input = {"id": "oauth_secret", "type": "promptString", "description": "client secret", "password": True}
+    return Computer(
+        "c",
+        [config],
+        inputs=[secret_input],
+        input_values={"oauth_secret": secret},
+        policy=FAST,
+        confirm=allow_all,
+        oauth_store=FileTokenStore(store),
+    )
+
+
+def test_a_call_answered_403_insufficient_scope_gets_a_token_with_the_wider_scope_asking_nobody(
+    issuer: AuthorizationServer,
+    protected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    no_leaks: None,
+) -> None:
+    """The server wants ``admin`` for `add`: the SDK asks the authorization server for the
+    scope it had and the one challenged (SEP-2350's union), so `echo` goes on working."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setattr(issuer, "grantable", {"admin"})
+    client_id, secret = issuer.add_client("client_secret_basic")
+    asked = len(issuer.scopes_asked)
+    with secret_computer(protected, issuer, client_id, secret, tmp_path) as host:
+        host.start()
+        assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+        assert issuer.scopes_asked[asked:] == ["tools"]
+        assert host.call_tool("locked__add", {"a": 2, "b": 3}, timeout=20).text == "5"  # nobody was asked
+        assert issuer.scopes_asked[asked:] == ["tools", "tools admin"]
+        assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
+        assert host.call_tool("locked__add", {"a": 1, "b": 1}, timeout=20).text == "2"
+        assert issuer.scopes_asked[asked:] == ["tools", "tools admin"]  # the wider token serves both
+    [stored] = [json.loads(path.read_text()) for path in tmp_path.iterdir()]
+    assert json.loads(stored["tokens"])["token"]["scope"] == "tools admin"  # the next run starts with it
+    leaked = [value for value in (secret, *issuer.issued) if value in caplog.text and not value.startswith("client-")]
+    assert leaked == []
+
+
+def test_a_wider_scope_the_authorization_server_refuses_is_4007_for_that_call_and_the_token_still_serves(
+    issuer: AuthorizationServer,
+    protected: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    no_leaks: None,
+) -> None:
+    """The server's own 403 reaches the caller (4007, the secret and tokens in no message or
+    log line); the token it had still serves the other tools, and a revoked one is replaced
+    with the scope the server asks for at connection."""
+    caplog.set_level(logging.DEBUG)
+    client_id, secret = issuer.add_client("client_secret_basic")  # `grantable` has no admin: invalid_scope
+    asked = len(issuer.scopes_asked)
+    with secret_computer(protected, issuer, client_id, secret, tmp_path) as host:
+        host.start()
+        refused = host.call_tool("locked__add", {"a": 2, "b": 3}, timeout=20)
+        assert refused.is_error and refused.error_code == ErrorCode.TOOL_AUTHORIZATION_FAILED
+        assert refused.text == (
+            "tool 'locked__add' was refused with its authorization on MCP server 'locked': "
+            "tools/call 'add' failed: HTTP 403 from the MCP server"
+        )
+        assert refused.meta["mcp_server"] == "locked"
+        assert issuer.scopes_asked[asked:] == ["tools", "tools admin"]  # it was asked for, and refused
+        assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+        issuer.revoke_everything()
+        assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
+        assert issuer.scopes_asked[asked:] == ["tools", "tools admin", "tools"]
+    warnings = [record.getMessage() for record in caplog.records if record.name.startswith("smcp_sync") and record.levelno >= logging.WARNING]
+    assert "MCP server 'locked': its OAuth grant was refused (OAuthTokenError)" in warnings
+    said = caplog.text + refused.text + json.dumps(refused.meta)
+    leaked = [value for value in (secret, *issuer.issued) if value in said and not value.startswith("client-")]
+    assert leaked == []
+
+
+def test_over_sse_a_call_answered_403_insufficient_scope_is_4007_without_a_step_up(
+    issuer: AuthorizationServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_leaks: None
+) -> None:
+    """The SSE client's POSTs answer nothing (the answer comes on the event stream), so the
+    refusal goes to the session at once (upstream_auth) and the SDK never sees the challenge."""
+    monkeypatch.setattr(issuer, "grantable", {"admin"})
+    proc, url = start_http_server(OAUTH_SERVER, "--transport", "sse", "--issuer", issuer.url, "--step-up", "add=admin")
+    try:
+        client_id, secret = issuer.add_client("client_secret_basic")
+        asked = len(issuer.scopes_asked)
+        with secret_computer(url, issuer, client_id, secret, tmp_path, transport="sse") as host:
+            host.start()
+            assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+            refused = host.call_tool("locked__add", {"a": 2, "b": 3}, timeout=20)
+            assert refused.is_error and refused.error_code == ErrorCode.TOOL_AUTHORIZATION_FAILED
+            assert refused.meta["mcp_server"] == "locked"
+            assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
+        assert issuer.scopes_asked[asked:] == ["tools"]
+    finally:
+        stop(proc)
+
+
+def test_an_authorization_code_server_answering_403_insufficient_scope_is_4007_and_nobody_is_sent_to_a_browser(
+    issuer: AuthorizationServer, protected: str, tmp_path: Path, no_leaks: None
+) -> None:
+    """The contrast: a wider scope there needs the user, whom a call never asks for."""
+    from .test_oauth import Browser
+
+    oauth = {"scopes": ["tools"], "mode": {"type": "authorizationCode", "registration": "dynamic"}}
+    config = http_config("locked", "streamable", protected, oauth=oauth)
+    browser = Browser()
+    with Computer("c", [config], policy=FAST, confirm=allow_all, oauth_store=FileTokenStore(tmp_path)) as host:
+        host.start()
+        assert host.authorize("locked", browser, timeout=30).running
+        grants = dict(issuer.grants)
+        assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+        refused = host.call_tool("locked__add", {"a": 2, "b": 3}, timeout=20)
+        assert refused.is_error and refused.error_code == ErrorCode.TOOL_AUTHORIZATION_FAILED
+        assert refused.meta["auth_hint"]["action"] == "user_authorization_required"
+    assert len(browser.opened) == 1 and issuer.grants == grants

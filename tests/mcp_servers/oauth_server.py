@@ -4,17 +4,19 @@ a token verifier asking the authorization server (RFC 7662 introspection), so th
 revoked there is refused here at once.
 
     python oauth_server.py --issuer http://127.0.0.1:<as-port> [--scope tools] [--transport streamable|sse]
-        [--port 0] [--resource https://mcp.example.test/sse]
+        [--port 0] [--resource https://mcp.example.test/sse] [--step-up TOOL=SCOPE]
 
 Prints ``PORT=<n>`` once serving (``_serve``); the MCP endpoint is ``/mcp`` (SSE: ``/sse``,
 wired here as the SDK wires its streamable app: the SDK has no SSE app with auth).
 ``--resource`` (SSE only): the resource its protected resource metadata names, as a
 server reached through a gateway names its canonical URL, not the one dialled.
+``--step-up TOOL=SCOPE``: a call of TOOL also needs SCOPE (`StepUp`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import sys
@@ -31,6 +33,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _serve import _LOCAL_ONLY, HOST, SSE_MESSAGE_PATH, SSE_PATH, STREAMABLE_PATH, _run_http  # noqa: E402
@@ -54,6 +57,50 @@ class IntrospectingVerifier:
             scopes=answer["scope"].split(),
             expires_at=answer.get("exp"),
         )
+
+
+class StepUp:
+    """A ``tools/call`` of `tool` also needs `scope`: a token without it is answered 403
+    with RFC 6750's challenge naming the scope (``error="insufficient_scope", scope=...``),
+    as a server asking for more per operation does. The SDK's own bearer middleware checks
+    only the server-wide scopes, and its 403 names no scope."""
+
+    def __init__(self, app: ASGIApp, verifier: IntrospectingVerifier, tool: str, scope: str, metadata: str) -> None:
+        self.app, self.verifier, self.tool, self.scope, self.metadata = app, verifier, tool, scope, metadata
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        received: list[Message] = []
+        while not received or received[-1].get("more_body", False):
+            received.append(await receive())
+        if await self._lacks_scope(scope, b"".join(message.get("body", b"") for message in received)):
+            challenge = f'Bearer error="insufficient_scope", scope="{self.scope}", resource_metadata="{self.metadata}"'
+            headers = [(b"www-authenticate", challenge.encode()), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 403, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _lacks_scope(self, scope: Scope, body: bytes) -> bool:
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            return False
+        if (message.get("params") or {}).get("name") != self.tool:
+            return False
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode()
+        if not authorization.startswith("Bearer "):
+            return False  # the server's own 401
+        token = await self.verifier.verify_token(authorization[len("Bearer "):])
+        return token is not None and self.scope not in token.scopes
 
 
 def _sse_app(server: ToolServer, settings: AuthSettings, verifier: IntrospectingVerifier, resource: str) -> Starlette:
@@ -93,6 +140,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--transport", choices=("streamable", "sse"), default="streamable")
     parser.add_argument("--resource", default=None)
+    parser.add_argument("--step-up", default=None, metavar="TOOL=SCOPE")
     args = parser.parse_args()
     port = args.port or _free_port()  # the resource URL names the port before the bind
     with warnings.catch_warnings():
@@ -105,15 +153,20 @@ def main() -> None:
         )
     server = ToolServer("oauth-protected", "", 0)
     verifier = IntrospectingVerifier(args.issuer)
+    app: ASGIApp
     if args.transport == "sse":
-        _run_http(_sse_app(server, settings, verifier, args.resource or str(settings.resource_server_url)), port)
-        return
-    app = server.streamable_http_app(
-        streamable_http_path=STREAMABLE_PATH,
-        host=HOST,
-        auth=settings,
-        token_verifier=verifier,
-    )
+        app = _sse_app(server, settings, verifier, args.resource or str(settings.resource_server_url))
+    else:
+        app = server.streamable_http_app(
+            streamable_http_path=STREAMABLE_PATH,
+            host=HOST,
+            auth=settings,
+            token_verifier=verifier,
+        )
+    if args.step_up:
+        tool, scope = args.step_up.split("=", 1)
+        assert settings.resource_server_url is not None
+        app = StepUp(app, verifier, tool, scope, str(build_resource_metadata_url(settings.resource_server_url)))
     _run_http(app, port)
 
 

@@ -8,7 +8,9 @@ an `OAuthTokenStore` (`StoredCredentials`):
   before a request would carry it (the SDK's refresh), but never starts an interactive
   authorization: a 401 (or a 403 asking for more scope) goes back to the session as it
   is, so the call fails at once with 4006 / 4007 (`upstream_auth`) instead of waiting
-  for a person nobody asked. A client credentials grant needs no person: it runs there;
+  for a person nobody asked. A client credentials grant needs no person: it runs there,
+  also for the wider scope a 403 ``insufficient_scope`` names (streamable HTTP only: the
+  SSE client's refused POST reaches the session at once, `upstream_auth`);
 * `authorize`, when the host asks (`Computer.authorize`): the SDK's whole flow
   (discovery, dynamic client registration, PKCE, code exchange) with the authorization
   URL handed to the host's `open_url`, and the code coming back to a loopback listener
@@ -244,8 +246,9 @@ class _Configured(OAuthClientProvider):
 
     Under a connection (`session`) a refusal always reaches the session as the MCP
     server's own 401 / 403 (4006 / 4007): an authorization code flow is not started (it
-    needs a person), and a grant the authorization server refuses (a wrong client secret)
-    is logged by exception type, never raised with the authorization server's answer."""
+    needs a person), and a grant the authorization server refuses (a wrong client secret, a
+    wider scope) is logged by exception type, never raised with the authorization server's
+    answer; the request goes again as it was refused (without its token after a 401)."""
 
     _stored: StoredCredentials
     _fixed_client: OAuthClientInformationFull | None = None
@@ -278,17 +281,21 @@ class _Configured(OAuthClientProvider):
         self, flow: AsyncGenerator[httpx2.Request, httpx2.Response], request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         person_needed = not isinstance(self, (ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider))
+        status = None  # of the server's last answer to `request`
         try:
             outgoing = await flow.__anext__()
             while True:
                 response = yield outgoing
-                if outgoing is request and person_needed and _needs_a_person(response):
-                    return  # the refusal reaches the session: 4006 / 4007
+                if outgoing is request:
+                    status = response.status_code
+                    if person_needed and _needs_a_person(response):
+                        return  # the refusal reaches the session: 4006 / 4007
                 try:
                     outgoing = await flow.asend(response)
                 except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
                     log.warning("MCP server %r: its OAuth grant was refused (%s)", self._stored.server, type(exc).__name__)
-                    request.headers.pop("Authorization", None)
+                    if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
+                        request.headers.pop("Authorization", None)
                     yield request  # the server's own refusal reaches the session: 4006 / 4007
                     return
         except StopAsyncIteration:

@@ -8,6 +8,9 @@ and the `mcp` SDK's streamable HTTP client answers the call with a generic JSON-
 HTTP client and turns such a response into a JSON-RPC error for that same request that
 carries the status in its `data` (`HTTP_STATUS_KEY`), so the call fails at once, with
 the status, through the SDK's ordinary error path; `authorization_code` reads it back.
+The response keeps the server's ``WWW-Authenticate`` challenge: the SDK's auth above this
+transport reads it (a client credentials grant asks for the scope a 403
+``insufficient_scope`` names, and the request is sent again with the wider token).
 
 The SSE client is worse off: its POSTs answer nothing (the answer comes on the event
 stream), and a refused POST ends its writer, so the call would wait for its timeout and
@@ -67,9 +70,8 @@ class AuthStatusTransport(httpx2.AsyncBaseTransport):
             self._on_refused(message)
             return httpx2.Response(202, request=request)
         body = json.dumps(message).encode()
-        return httpx2.Response(
-            response.status_code, headers={"content-type": "application/json"}, content=body, request=request
-        )
+        headers = {"content-type": "application/json", **({"www-authenticate": challenge} if challenge else {})}
+        return httpx2.Response(response.status_code, headers=headers, content=body, request=request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
