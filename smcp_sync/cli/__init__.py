@@ -101,6 +101,16 @@ def _discard_stdout() -> None:
         pass
 
 
+class _WithoutOAuthFlowTracebacks(logging.Filter):
+    """Drops the mcp SDK's ``OAuth flow error``: an ERROR with a traceback and the
+    authorization server's answer for each refused grant, which smcp_sync reports itself
+    in one line naming the server and the exception type (README, "OAuth for remote MCP
+    servers"). Shown at --log-level DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "OAuth flow error"
+
+
 @contextlib.contextmanager
 def _logging_at(level: str) -> Iterator[None]:
     """`level` for smcp_sync's loggers; other libraries' (mcp, socketio, werkzeug...) stay
@@ -113,10 +123,14 @@ def _logging_at(level: str) -> Iterator[None]:
     ours = logging.getLogger("smcp_sync")
     previous = ours.level
     ours.setLevel(level)
+    oauth_flow, quiet = logging.getLogger("mcp.client.auth.oauth2"), _WithoutOAuthFlowTracebacks()
+    if level != "DEBUG":
+        oauth_flow.addFilter(quiet)
     try:
         yield
     finally:
         ours.setLevel(previous)
+        oauth_flow.removeFilter(quiet)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ credentials grant; clients named by the https URL of their client metadata docum
 (CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
 A client credentials token carries the scope asked for, if `grantable` allows all of it
-(else ``invalid_scope``).
+(else ``invalid_scope``); with `users_refuse` set, the user denies every authorization.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class AuthorizationServer:
         self.grantable: set[str] = set()
         #: The scope each client credentials request asked for (None: none), in order.
         self.scopes_asked: list[str | None] = []
+        #: When set, the user denies every authorization (a redirect with access_denied).
+        self.users_refuse = False
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
@@ -145,6 +147,8 @@ class AuthorizationServer:
             return 400, "code flow with PKCE S256 only"
         if not self._resource_ok(query):
             return 400, "invalid_target"
+        if self.users_refuse:
+            return 302, f"{query['redirect_uri']}?{urlencode({'error': 'access_denied', 'state': query.get('state', '')})}"
         code = self._new("code")
         with self._lock:
             self.codes[code] = {**query}
