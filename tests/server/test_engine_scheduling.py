@@ -139,15 +139,18 @@ def test_a_refused_connect_under_way_when_the_handshake_deadline_passes_is_close
 
 
 def _slow_to_connect(server: Any) -> Any:
-    """`server`, handling each namespace CONNECT for 0.8 s (a busy Server), past its handshake deadline."""
+    """`server`, handling each namespace CONNECT for 0.8 s (a busy Server), past its
+    handshake deadline: the manager's first step of it (python-socketio 5.14 calls
+    `connect` first, later versions `pre_connect`) waits before it goes on."""
     manager = server.sio.manager
-    pre_connect = manager.pre_connect
+    first_step = "pre_connect" if hasattr(manager, "pre_connect") else "connect"
+    step = getattr(manager, first_step)
 
-    def slow_pre_connect(*args: Any) -> Any:
+    def slow_step(*args: Any) -> Any:
         time.sleep(0.8)
-        return pre_connect(*args)
+        return step(*args)
 
-    manager.pre_connect = slow_pre_connect
+    setattr(manager, first_step, slow_step)
     return server
 
 
