@@ -103,11 +103,12 @@ def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_o
         {"type": "clientCredentialsSecret", "clientId": "x", "clientSecretInput": "s"},
         {"type": "clientCredentialsPrivateKeyJwt", "clientId": "x", "privateKeyInput": "s", "algorithm": "ES256"},
     ]
+    hush, another = _ec_private_key(), _ec_private_key()  # a secret, or a key that can sign ES256
     for mode in modes:
         config = {**web, "oauth": {"mode": mode, "resource": "https://mcp.example/mcp"}}
-        host = Computer("c", [config], inputs=[secret], input_values={"s": "hush"})
+        host = Computer("c", [config], inputs=[secret], input_values={"s": hush})
         assert host.get_config().servers["web"].oauth.mode == mode
-        assert host.set_input("s", "another") == (["web"] if "s" in mode.values() else [])  # configured again
+        assert host.set_input("s", another) == (["web"] if "s" in mode.values() else [])  # configured again
     # client credentials without oauth.mode.issuer: said, once per configuration
     warned = "MCP server 'web': no oauth.mode.issuer: its client credentials go to the authorization server the MCP server names"
     assert [record.getMessage() for record in caplog.records].count(warned) == 4  # 2 modes, each configured twice
@@ -143,3 +144,14 @@ def test_an_unknown_field_is_reported_by_path_and_the_rest_loads() -> None:
         "MCP server 'x': field 'timeout' is not known to smcp_sync and is ignored",
         "MCP server 'x': field 'server_parameters.shell' is not known to smcp_sync and is ignored",
     ]
+
+
+def _ec_private_key() -> str:
+    """A P-256 private key in unencrypted PEM."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
