@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     except Terminated:
         return EXIT_OK
     except (SMCPError, ServersNotStartedError) as exc:
+        computer.close()  # first: what the MCP servers log as they stop (a retry) comes before the error line
         return _fail(failure(exc) + _authorize_hint(exc, args.config), EXIT_FAILURE)
     finally:
         computer.close()
