@@ -6,6 +6,7 @@ client following the authorization URL. One of each per module; the scenario run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -44,15 +45,22 @@ OAUTH = {
 }
 
 
-@pytest.fixture(scope="module")
-def provider() -> Iterator[tuple[AuthorizationServer, str]]:
-    """(the authorization server, the protected MCP server's URL)."""
-    with AuthorizationServer(ttl=TTL) as issuer:
+@contextlib.contextmanager
+def protected_server(**options: Any) -> Iterator[tuple[AuthorizationServer, str]]:
+    """(an authorization server made with `options`, the URL of a streamable MCP server
+    it protects)."""
+    with AuthorizationServer(**options) as issuer:
         proc, url = start_http_server(OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url)
         try:
             yield issuer, url
         finally:
             stop(proc)
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[tuple[AuthorizationServer, str]]:
+    with protected_server(ttl=TTL) as provided:
+        yield provided
 
 
 class Browser:

@@ -18,23 +18,16 @@ from typing import Any, Iterator
 import pytest
 
 from .authorization_server import AuthorizationServer
-from .helpers import http_config, start_http_server, stop
-from .test_oauth import OAUTH, OAUTH_SERVER, Browser
+from .helpers import http_config
+from .test_oauth import OAUTH, Browser, protected_server
+from .test_oauth_modes import SECRET_INPUT
 
 pytestmark = pytest.mark.timeout(60)
 
-SECRET_INPUT = {"id": "oauth_secret", "type": "promptString", "description": "client secret", "password": True}
-
-
 @pytest.fixture(scope="module")
 def provider() -> Iterator[tuple[AuthorizationServer, str]]:
-    """(the authorization server, the protected streamable MCP server's URL)."""
-    with AuthorizationServer() as issuer:
-        proc, url = start_http_server(OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url)
-        try:
-            yield issuer, url
-        finally:
-            stop(proc)
+    with protected_server() as provided:
+        yield provided
 
 
 class Authorize:

@@ -22,7 +22,7 @@ from smcp_sync.protocol.codec import to_wire
 from skills.http_files import http_files
 from .authorization_server import AuthorizationServer, loopback_tls
 from .helpers import FAST, http_config, start_http_server, stop
-from .test_oauth import OAUTH_SERVER, Browser, assert_authorization_needed
+from .test_oauth import OAUTH_SERVER, Browser, assert_authorization_needed, protected_server
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -31,13 +31,8 @@ SECRET_INPUT = {"id": "oauth_secret", "type": "promptString", "description": "cl
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[tuple[AuthorizationServer, str]]:
-    """(the authorization server, the protected streamable MCP server's URL)."""
-    with AuthorizationServer() as issuer:
-        proc, url = start_http_server(OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url)
-        try:
-            yield issuer, url
-        finally:
-            stop(proc)
+    with protected_server() as provided:
+        yield provided
 
 
 def computer(url: str, mode: dict[str, Any], tmp_path: Path, transport: str = "streamable", **options: Any) -> Computer:
