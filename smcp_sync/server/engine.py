@@ -609,8 +609,10 @@ class SocketIOServer(socketio.Server):
             admitted.deadline.cancel()
             self._per_address.release(admitted.address)
 
-    def _handshake_deadline(self, eio_sid: str) -> Deadline:
-        return self.eio.deadlines.call_at(time.monotonic() + self._handshake_timeout, lambda: self._end_handshake(eio_sid))
+    def _handshake_deadline(self, eio_sid: str, after: float | None = None) -> Deadline:
+        """`_end_handshake` in `after` seconds (default: `handshake_timeout`)."""
+        delay = self._handshake_timeout if after is None else after
+        return self.eio.deadlines.call_at(time.monotonic() + delay, lambda: self._end_handshake(eio_sid))
 
     def _in_a_namespace(self, eio_sid: str) -> bool:
         return any(self.manager.sid_from_eio_sid(eio_sid, ns) for ns in list(self.manager.get_namespaces()))
@@ -623,9 +625,7 @@ class SocketIOServer(socketio.Server):
             if eio_sid in self._connecting:
                 admitted = self._admitted.get(eio_sid)
                 if admitted is not None:
-                    admitted.deadline = self.eio.deadlines.call_at(
-                        time.monotonic() + _CONNECT_RECHECK, lambda: self._end_handshake(eio_sid)
-                    )
+                    admitted.deadline = self._handshake_deadline(eio_sid, after=_CONNECT_RECHECK)
                 return
             if eio_sid not in self.eio.sockets or self._in_a_namespace(eio_sid):
                 return
