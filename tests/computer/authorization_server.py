@@ -37,8 +37,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 
-#: The private_key_jwt assertion algorithms accepted (an oauth.mode ``algorithm`` may name each).
-JWT_ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384"]
+from smcp_sync.computer.config.oauth_mode import JWT_ALGORITHMS  # accepted: each one an oauth.mode may name
 
 
 class AuthorizationServer:
@@ -249,7 +248,7 @@ class AuthorizationServer:
         if used == "private_key_jwt":
             try:  # RFC 7523: its issuer, or its token endpoint
                 claims = jwt.decode(
-                    proof, client["public_key"], algorithms=JWT_ALGORITHMS, audience=[self.url, f"{self.url}/token"]
+                    proof, client["public_key"], algorithms=list(JWT_ALGORITHMS), audience=[self.url, f"{self.url}/token"]
                 )
             except jwt.InvalidTokenError:
                 return None
