@@ -21,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import httpx2
 import pytest
@@ -231,41 +231,87 @@ def test_the_default_store_is_the_keyring_when_one_is_usable_else_files_under_th
         keyring.set_keyring(before)
 
 
+class Authorize:
+    """``smcp-sync authorize locked --config FILE --no-browser`` as a child process, its
+    stdout read line by line (the URL comes before the command ends)."""
+
+    def __init__(
+        self, tmp_path: Path, document: dict[str, Any], env: dict[str, str] | None = None, timeout: float = 20
+    ) -> None:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps(document))
+        environment = {
+            **os.environ,
+            **(env or {}),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # no keyring: the file store
+        }
+        command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
+        self.proc = subprocess.Popen(
+            [*command, "authorize", "locked", "--config", str(config), "--no-browser", "--timeout", str(timeout)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._errors: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines.put), daemon=True),
+            threading.Thread(target=self._read, args=(self.proc.stderr, self._errors.append), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: Any, keep: Callable[[str], None]) -> None:
+        for line in stream:
+            keep(line)
+
+    def finish(self) -> tuple[int, str, str]:
+        """(exit code, all of stdout not yet taken, stderr), once the command ended (at
+        most 30 s; killed past that)."""
+        try:
+            self.proc.wait(30)
+        finally:
+            self.close()
+        for reader in self._readers:
+            reader.join(5)
+        return self.proc.returncode, "".join(iter_queue(self.lines)), "".join(self._errors)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        for reader in self._readers:
+            reader.join(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def iter_queue(lines: queue.Queue[str]) -> Iterator[str]:
+    while True:
+        try:
+            yield lines.get_nowait()
+        except queue.Empty:
+            return
+
+
 def test_smcp_sync_authorize_prints_the_url_waits_for_the_user_and_stores_the_tokens_for_a_computer(
     provider: tuple[AuthorizationServer, str], tmp_path: Path, no_leaks: None
 ) -> None:
     _, url = provider
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"servers": [http_config("locked", "streamable", url, oauth=OAUTH)]}))
-    environment = {
-        **os.environ,
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # no keyring: the file store
-    }
-    command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
-    proc = subprocess.Popen(
-        [*command, "authorize", "locked", "--config", str(config), "--no-browser", "--timeout", "30"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
-    )
+    command = Authorize(tmp_path, {"servers": [http_config("locked", "streamable", url, oauth=OAUTH)]}, timeout=30)
     try:
-        lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True).start()
-        assert lines.get(timeout=30) == "To authorize MCP server 'locked', open this URL in a web browser:\n"
-        Browser()(lines.get(timeout=5).strip())
-        assert proc.wait(timeout=30) == 0, proc.stderr.read() if proc.stderr else ""
-        assert lines.get(timeout=5) == "MCP server 'locked' is authorized; its tokens are stored for the next runs\n"
+        assert command.lines.get(timeout=30) == "To authorize MCP server 'locked', open this URL in a web browser:\n"
+        Browser()(command.lines.get(timeout=5).strip())
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        code, out, err = command.finish()
+    assert code == 0, err
+    assert out == "MCP server 'locked' is authorized; its tokens are stored for the next runs\n"
     with computer(url, FileTokenStore(tmp_path / "config" / "smcp_sync" / "oauth")) as host:
         host.start()
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"

@@ -7,11 +7,6 @@ with one line on stderr naming the server, and no secret, code or token anywhere
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -19,7 +14,7 @@ import pytest
 
 from .authorization_server import AuthorizationServer
 from .helpers import http_config
-from .test_oauth import OAUTH, Browser, protected_server
+from .test_oauth import OAUTH, Authorize, Browser, protected_server
 from .test_oauth_modes import SECRET_INPUT
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,60 +25,8 @@ def provider() -> Iterator[tuple[AuthorizationServer, str]]:
         yield provided
 
 
-class Authorize:
-    """``smcp-sync authorize locked --config FILE --no-browser`` as a child process, its
-    stdout read line by line (the URL comes before the command ends)."""
-
-    def __init__(self, tmp_path: Path, server: dict[str, Any], env: dict[str, str]) -> None:
-        config = tmp_path / "mcp.json"
-        config.write_text(json.dumps({"servers": [server], "inputs": [SECRET_INPUT]}))
-        self.config = config
-        environment = {
-            **os.environ,
-            **env,
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # no keyring: the file store
-        }
-        command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
-        self.proc = subprocess.Popen(
-            [*command, "authorize", "locked", "--config", str(config), "--no-browser", "--timeout", "20"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def finish(self) -> tuple[int, str, str]:
-        """(exit code, all of stdout not yet taken, stderr)."""
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        finally:
-            self.close()
-        self._reader.join(5)
-        out = "".join(iter_queue(self.lines))
-        return self.proc.returncode, out, err
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-def iter_queue(lines: queue.Queue[str]) -> Iterator[str]:
-    while True:
-        try:
-            yield lines.get_nowait()
-        except queue.Empty:
-            return
+def _config(server: dict[str, Any]) -> dict[str, Any]:
+    return {"servers": [server], "inputs": [SECRET_INPUT]}
 
 
 def stored_tokens(tmp_path: Path) -> list[Path]:
@@ -97,7 +40,7 @@ def test_a_user_who_denies_it_makes_authorize_exit_1_naming_the_server(
     issuer, url = provider
     monkeypatch.setattr(issuer, "users_refuse", True)
     grants = dict(issuer.grants)
-    command = Authorize(tmp_path, http_config("locked", "streamable", url, oauth=OAUTH), {})
+    command = Authorize(tmp_path, _config(http_config("locked", "streamable", url, oauth=OAUTH)))
     try:
         assert command.lines.get(timeout=30) == "To authorize MCP server 'locked', open this URL in a web browser:\n"
         browser = Browser()
@@ -123,7 +66,7 @@ def test_a_wrong_client_secret_makes_authorize_exit_1_naming_the_server_and_not_
     mode = {"type": "clientCredentialsSecret", "clientId": client_id, "clientSecretInput": "oauth_secret", "issuer": issuer.url}
     server = http_config("locked", "streamable", url, oauth={"scopes": ["tools"], "mode": mode})
     grants = issuer.grants["client_credentials"]
-    command = Authorize(tmp_path, server, {"A2C_SMCP_oauth_secret": wrong})
+    command = Authorize(tmp_path, _config(server), {"A2C_SMCP_oauth_secret": wrong})
     code, out, err = command.finish()
     assert code == 1, err
     assert err.endswith("\nsmcp-sync authorize: authorization of MCP server 'locked' failed (OAuthTokenError)\n")

@@ -26,6 +26,7 @@ from smcp_sync.protocol.errors import ErrorCode
 from .authorization_server import AuthorizationServer
 from .helpers import FAST, http_config, start_http_server, stop
 from .test_oauth import OAUTH_SERVER
+from .test_oauth_modes import SECRET_INPUT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,16 +61,7 @@ def jwt_computer(
         "algorithm": algorithm,
         "issuer": issuer.url,
     }
-    config = http_config("locked", "streamable", url, oauth={"scopes": ["tools"], "mode": mode})
-    return Computer(
-        "c",
-        [config],
-        inputs=[KEY_INPUT],
-        input_values={"oauth_key": private_pem},
-        policy=FAST,
-        confirm=allow_all,
-        oauth_store=FileTokenStore(store),
-    )
+    return oauth_computer(url, mode, KEY_INPUT, private_pem, store)
 
 
 def key_pair(algorithm: str, private_format: serialization.PrivateFormat) -> tuple[str, str]:
@@ -184,13 +176,20 @@ def secret_computer(
     url: str, issuer: AuthorizationServer, client_id: str, secret: str, store: Path, transport: str = "streamable"
 ) -> Computer:
     mode = {"type": "clientCredentialsSecret", "clientId": client_id, "clientSecretInput": "oauth_secret", "issuer": issuer.url}
+    return oauth_computer(url, mode, SECRET_INPUT, secret, store, transport)
+
+
+def oauth_computer(
+    url: str, mode: dict[str, Any], secret_input: dict[str, Any], value: str, store: Path, transport: str = "streamable"
+) -> Computer:
+    """A Computer of MCP server 'locked' at `url` with oauth `mode`, whose one secret input
+    (`secret_input`) holds `value`."""
     config = http_config("locked", transport, url, oauth={"scopes": ["tools"], "mode": mode})
-    secret_input = {"id": "oauth_secret", "type": "promptString", "description": "client secret", "password": True}
     return Computer(
         "c",
         [config],
         inputs=[secret_input],
-        input_values={"oauth_secret": secret},
+        input_values={secret_input["id"]: value},
         policy=FAST,
         confirm=allow_all,
         oauth_store=FileTokenStore(store),
