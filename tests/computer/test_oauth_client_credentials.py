@@ -205,7 +205,7 @@ def test_a_call_answered_403_insufficient_scope_gets_a_token_with_the_wider_scop
     no_leaks: None,
 ) -> None:
     """The server wants ``admin`` for `add`: the SDK asks the authorization server for the
-    scope it had and the one challenged (SEP-2350's union), so `echo` goes on working."""
+    scope it had together with the one challenged, so `echo` goes on working."""
     caplog.set_level(logging.DEBUG)
     monkeypatch.setattr(issuer, "grantable", {"admin"})
     client_id, secret = issuer.add_client("client_secret_basic")
