@@ -42,7 +42,9 @@ Decisions (docs/ARCHITECTURE.md: Threads, Wire decisions, Library facts):
   machine, a scheduling delay (benchmarks/README.md, Findings 1 and 5): incoming events
   are handled on a pool of reused threads owned by the connection (`WorkerPool`), not on
   a new thread each as python-socketio does; incoming acks are resolved on the reader
-  thread; outgoing messages are written by the sending thread, not handed to a writer
+  thread, and so are events whose handler only starts work that answers later
+  (`on_deferred`: the Computer's tool calls, which then hold no thread while they run);
+  outgoing messages are written by the sending thread, not handed to a writer
   thread (`socketio_parts.PooledEngineIOClient`). `close()` stops the pool. Every use of the
   libraries' internals is in `socketio_parts`.
 """
@@ -73,6 +75,7 @@ from ..threads.worker_pool import WorkerPool
 from .credentials import AuthSource, ConnectAuth
 from .rejoin import RETRIED_CODES, RejoinPolicy
 from .socketio_parts import (
+    Deferred,
     abort_reconnect,
     announced,
     bound_handshake,
@@ -100,6 +103,8 @@ _RECONNECT_ABORT_POLL = 0.02
 _URL_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 
 Handler = Callable[[Any], Any]
+#: ``handler(payload, reply)``: starts the work; ``reply(produce)`` answers (`Connection.on_deferred`).
+DeferredHandler = Callable[[Any, Callable[[Callable[[], Any]], None]], None]
 
 class NotConnectedError(SMCPError, ConnectionError):
     """No usable session: never connected, closed, refused, or lost and not yet back.
@@ -415,8 +420,22 @@ class Connection:
         its return value is the answer. It validates its own payload."""
         if event in events.RESERVED_EVENT_NAMES:
             raise ValueError(f"{event!r} is handled by the connection itself")
-        self._handlers[event] = _answering(event, handler)
-        self._sio.on(event, self._handlers[event], namespace=events.NAMESPACE)
+        self._register(event, _answering(event, handler))
+
+    def on_deferred(self, event: str, handler: DeferredHandler) -> None:
+        """Handle `event` without a thread waiting for its answer: `handler(payload, reply)`
+        runs on the thread reading the socket and must not block; it starts the work and
+        has `reply(produce)` called once, from any thread, when the work is done: what
+        `produce()` returns is the answer (an error it raises becomes one, as with `on`),
+        written without waiting for the socket (`socketio_parts.Deferred`). An error the
+        handler raises is the answer too (then it must not reply)."""
+        if event in events.RESERVED_EVENT_NAMES:
+            raise ValueError(f"{event!r} is handled by the connection itself")
+        self._register(event, Deferred(_answering_later(event, handler)))
+
+    def _register(self, event: str, handler: Callable[..., Any]) -> None:
+        self._handlers[event] = handler
+        self._sio.on(event, handler, namespace=events.NAMESPACE)
 
     def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
         deadline = time.monotonic() + timeout
@@ -631,13 +650,35 @@ def _answering(event: str, handler: Handler) -> Callable[..., Any]:
     answer longer than the Server accepts is replaced by `socketio_parts.PooledClient`)."""
 
     def invoke(*args: Any) -> Any:
-        try:
-            return handler(args[0] if args else None)
-        except SMCPError as exc:
-            logger.info("%s refused: %s", event, exc)
-            return exc.to_wire()
-        except Exception:
-            logger.exception("handler of %s failed", event)
-            return InternalError(f"internal error while handling {event}").to_wire()
+        return _answer_of(event, lambda: handler(args[0] if args else None))
 
     return invoke
+
+
+def _answering_later(
+    event: str, handler: DeferredHandler
+) -> Callable[[tuple[Any, ...], Callable[[Any], None]], None]:
+    """`handler` adapted to `socketio_parts.Deferred`, with errors turned into answers."""
+
+    def start(args: tuple[Any, ...], answer: Callable[[Any], None]) -> None:
+        def reply(produce: Callable[[], Any]) -> None:
+            answer(_answer_of(event, produce))
+
+        refusal = _answer_of(event, lambda: handler(args[0] if args else None, reply))
+        if refusal is not None:
+            answer(refusal)
+
+    return start
+
+
+def _answer_of(event: str, produce: Callable[[], Any]) -> Any:
+    """What `produce()` returns, or the error object for what it raised (logged; no stack
+    trace on the wire)."""
+    try:
+        return produce()
+    except SMCPError as exc:
+        logger.info("%s refused: %s", event, exc)
+        return exc.to_wire()
+    except Exception:
+        logger.exception("handler of %s failed", event)
+        return InternalError(f"internal error while handling {event}").to_wire()

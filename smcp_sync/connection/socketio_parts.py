@@ -9,8 +9,9 @@ Why each part (the session's module doc, `session`, says more):
 
 * `PromptCloseWebSocket` sends the close frame without waiting for the echo (werkzeug
   never sends one in time) and keeps what the Server announced in its open packet.
-* `PooledEngineIOClient` resolves acks on the reader thread, runs other messages on the
-  connection's `WorkerPool`, and writes messages on the sending thread.
+* `PooledEngineIOClient` resolves acks (and starts `Deferred` events) on the reader
+  thread, runs other messages on the connection's `WorkerPool`, and writes messages on
+  the sending thread.
 * `PooledClient` refuses events from the Server that are malformed or named like
   Socket.IO's own (`connect`, `disconnect`), which the library would dispatch to the
   connection's lifecycle handlers, and measures each message it sends against the
@@ -22,6 +23,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
+import select
 import socket
 import threading
 from typing import Any, Callable
@@ -75,12 +78,38 @@ class PromptCloseWebSocket(websocket.WebSocket):
         super().shutdown()  # type: ignore[no-untyped-call]
 
 
+#: A `Deferred` event's answer is written by the thread that has it only up to this
+#: length, and only when the socket takes it at once (`PooledEngineIOClient.send_soon`).
+WRITE_AT_ONCE_MAX = 64 * 1024
+
+#: An EVENT packet in text form as far as its event name: ``2/smcp,12["name"``.
+_EVENT_HEAD = re.compile(r'2(?:(/[^,]*),)?\d*\["([^"\\]+)"')
+
+
+class Deferred:
+    """An event handler that answers later: `start(args, answer)` runs on the thread
+    reading the socket, must not block, and has `answer(value)` called once, from any
+    thread, when the answer is known (`session.Connection.on_deferred`)."""
+
+    def __init__(self, start: Callable[[tuple[Any, ...], Callable[[Any], None]], None]):
+        self.start = start
+
+    def __call__(self, *args: Any) -> None:
+        """Run by python-socketio for an event that waits for no answer."""
+        self.start(args, _no_answer)
+
+
+def _no_answer(value: Any) -> None:
+    pass
+
+
 class PooledEngineIOClient(engineio.Client):
     """Engine.IO client with fewer thread hand-offs per message (module doc).
 
     Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
-    caller waiting for it: `session._PendingRequest.resolve`); other messages run on `pool`
-    instead of a new thread each. Outgoing: a message is written to the websocket by the
+    caller waiting for it: `session._PendingRequest.resolve`), and so is an event whose
+    handler is `Deferred` (`starts_inline`: it only starts the work); other messages run
+    on `pool` instead of a new thread each. Outgoing: a message is written to the websocket by the
     thread that sends it instead of through the library's queue and writer thread;
     control packets (pong, close) keep that path, and with it the writer's keep-alive
     (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
@@ -90,9 +119,10 @@ class PooledEngineIOClient(engineio.Client):
     senders wait for it within their own timeouts (`Connection._send`).
     """
 
-    def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
+    def __init__(self, *args: Any, pool: WorkerPool, starts_inline: Callable[[str], bool], **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._message_pool = pool
+        self._starts_inline = starts_inline
 
     def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
         """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
@@ -110,7 +140,7 @@ class PooledEngineIOClient(engineio.Client):
 
     def _trigger_event(self, event: str, *args: Any, run_async: bool = False, **kwargs: Any) -> Any:
         if run_async and event == "message" and event in self.handlers:
-            if _is_ack(args[0]):
+            if _is_ack(args[0]) or self._starts_inline(args[0]):
                 return super()._trigger_event(event, *args, run_async=False, **kwargs)
             if not self._message_pool.submit(self.handlers[event], *args):
                 self._refuse_busy(args[0])
@@ -150,10 +180,31 @@ class PooledEngineIOClient(engineio.Client):
             # orderly close racing a send is no fault at all).
             logger.info("could not send a message, the connection is closing: %s", exc)
 
+    def send_soon(self, data: str) -> None:
+        """Send `data` from this thread if the websocket takes it at once (short, no other
+        write under way, room in the socket's buffer), else from the pool: the thread
+        that has a `Deferred` event's answer (the Computer's event loop) never waits for
+        a Server that reads nothing."""
+        ws = self.ws
+        if len(data) <= WRITE_AT_ONCE_MAX and self._writing(ws) and not ws.lock.locked() and _room_to_write(ws):
+            self.send(data)
+        elif not self._message_pool.submit(self.send, data):
+            logger.info("could not send an answer, the connection is closing")
+
     def _writing(self, ws: websocket.WebSocket | None) -> bool:
         """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
         previous one and the writer thread not started yet; it sends what was queued."""
         return ws is not None and self.write_loop_task is not None
+
+
+def _room_to_write(ws: websocket.WebSocket) -> bool:
+    sock = ws.sock
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([], [sock], [], 0)[1])
+    except (OSError, ValueError):  # closed meanwhile: the pool's write reports it
+        return False
 
 
 def _json_body(body: bytes | None) -> Any:
@@ -177,7 +228,12 @@ class PooledClient(socketio.Client):
         super().__init__(*args, **kwargs)
 
     def _engineio_client_class(self) -> Callable[..., engineio.Client]:
-        return functools.partial(PooledEngineIOClient, pool=self._message_pool)
+        return functools.partial(PooledEngineIOClient, pool=self._message_pool, starts_inline=self._starts_inline)
+
+    def _starts_inline(self, message: Any) -> bool:
+        """Whether `message` is an event whose handler is `Deferred`."""
+        head = _EVENT_HEAD.match(message) if isinstance(message, str) else None
+        return head is not None and isinstance(self.handlers.get(head[1] or "/", {}).get(head[2]), Deferred)
 
     def _handle_event(self, namespace: str | None, id: int | None, data: Any) -> None:
         """python-socketio's, for well-formed events whose name is not reserved. It would
@@ -195,10 +251,17 @@ class PooledClient(socketio.Client):
 
     def _answer_event(self, namespace: str, id: int, data: list[Any]) -> None:
         """python-socketio's `_handle_event` for an event that waits for an answer (the
-        handler's return value; a tuple is several values), except that an answer longer
-        than the Server accepts is replaced by an error saying so."""
+        handler's return value; a tuple is several values; a `Deferred` handler's later
+        `answer`), except that an answer longer than the Server accepts is replaced by an
+        error saying so."""
         event = data[0]
-        answer = self._trigger_event(event, namespace, *data[1:])
+        handler = self.handlers.get(namespace, {}).get(event)
+        if isinstance(handler, Deferred):
+            handler.start(tuple(data[1:]), functools.partial(self._answer, namespace, id, event, True))
+            return
+        self._answer(namespace, id, event, False, self._trigger_event(event, namespace, *data[1:]))
+
+    def _answer(self, namespace: str, id: int, event: str, soon: bool, answer: Any) -> None:
         values = [] if answer is None else list(answer) if isinstance(answer, tuple) else [answer]
         encoded = self.packet_class(socketio.packet.ACK, namespace=namespace, id=id, data=values).encode()
         limit = self._message_limit()
@@ -208,7 +271,7 @@ class PooledClient(socketio.Client):
             logger.warning("%s", reason)
             refusal = InternalError(reason, details={"event": event, "length": length, "limit": limit}).to_wire()
             encoded = self.packet_class(socketio.packet.ACK, namespace=namespace, id=id, data=[refusal]).encode()
-        self._write(encoded)
+        self._write(encoded, soon)
 
     def _send_packet(self, pkt: socketio.packet.Packet) -> None:
         """python-socketio's, refusing an event longer than the Server accepts with a 400
@@ -224,9 +287,13 @@ class PooledClient(socketio.Client):
             raise BadRequestError(too_large(event, length, limit), details=details)
         self._write(encoded)
 
-    def _write(self, encoded: str | list[Any]) -> None:
+    def _write(self, encoded: str | list[Any], soon: bool = False) -> None:
+        """Send the packet's parts; `soon`: without waiting (`PooledEngineIOClient.send_soon`)."""
         for part in encoded if isinstance(encoded, list) else [encoded]:
-            self.eio.send(part)
+            if soon:
+                self.eio.send_soon(part)
+            else:
+                self.eio.send(part)
 
     def _message_limit(self) -> int | None:
         ws = announced(self)
