@@ -168,7 +168,9 @@ class Computer:
         self.uploads = Uploads(landing_folder, upload_max_bytes, upload_idle_timeout)
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
-        self._caller = ToolCaller(self._manager, lambda: self._catalog, confirm, self._history, self._settle)
+        self._caller = ToolCaller(
+            self._bridge, self._manager, lambda: self._catalog, confirm, self._history, self._settle
+        )
         # requests for agents must end before the Server stops waiting for the answer
         request_timeout = min(policy.request_timeout, DEFAULT_REQUEST_TIMEOUT - SERVER_TIMEOUT_BUFFER)
         cold_wait = min(policy.cold_wait, request_timeout)
@@ -304,8 +306,20 @@ class Computer:
         also works while only one server has it). Failures are results, not exceptions:
         see `CallToolResult.error_code` (docs/ARCHITECTURE.md, Wire decisions). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
-        arguments = dict(params) if isinstance(params, Mapping) else {} if params is None else params
-        return self._caller.call(name, arguments, timeout, req_id)
+        return self._caller.call(name, _arguments(params), timeout, req_id)
+
+    def start_tool_call(
+        self,
+        name: str,
+        params: Mapping[str, Any] | None,
+        timeout: float,
+        req_id: str | None,
+        done: Callable[[CallToolResult], None],
+    ) -> None:
+        """`call_tool` without waiting: `done(result)` is called when the call ends (on the
+        Computer's event loop thread: it must not block), or at once when it cannot start."""
+        self._require_started()
+        self._caller.start(name, _arguments(params), timeout, req_id, done)
 
     def cancel_tool_call(self, req_id: str) -> bool:
         """Cancel the in-flight call `req_id` (its MCP request too); False if none was
@@ -548,3 +562,8 @@ def _open_in_browser(url: str) -> None:
 
 def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:
     return from_wire(MCPServerInput, item) if isinstance(item, Mapping) else item
+
+
+def _arguments(params: Mapping[str, Any] | None) -> Any:
+    """A tool call's arguments as a dict (anything else is left for the caller to refuse)."""
+    return dict(params) if isinstance(params, Mapping) else {} if params is None else params

@@ -4,7 +4,7 @@ this protocol, so it never imports the class that owns it."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ..blobs import BlobHandles
 from ..blobs.uploads import Uploads
@@ -42,6 +42,15 @@ class OfficeRequests(Protocol):
     def call_tool(
         self, name: str, params: Mapping[str, Any] | None = ..., timeout: float = ..., *, req_id: str | None = ...
     ) -> CallToolResult: ...
+
+    def start_tool_call(
+        self,
+        name: str,
+        params: Mapping[str, Any] | None,
+        timeout: float,
+        req_id: str | None,
+        done: Callable[[CallToolResult], None],
+    ) -> None: ...
 
     def cancel_tool_call(self, req_id: str) -> bool: ...
 

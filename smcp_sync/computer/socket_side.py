@@ -21,6 +21,7 @@ from ..protocol.codec import from_wire, to_wire
 from ..protocol.errors import BadRequestError, NotFoundError, cut_short
 from ..protocol.models import (
     AgentCallData,
+    CallToolResult,
     CompleteReq,
     CompleteRet,
     GetBlobReq,
@@ -49,6 +50,8 @@ from .office_requests import OfficeRequests
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Any]
+#: Answers a deferred request: ``reply(produce)`` (`Connection.on_deferred`).
+Reply = Callable[[Callable[[], Any]], None]
 
 
 class SocketSide:
@@ -58,7 +61,6 @@ class SocketSide:
         self._connection: Connection | None = None
         self._lock = threading.Lock()
         self._handlers: dict[str, Handler] = {
-            events.TOOL_CALL: self._on_tool_call,
             events.GET_TOOLS: self._on_get_tools,
             events.GET_CONFIG: self._on_get_config,
             events.GET_DESKTOP: self._on_get_desktop,
@@ -79,6 +81,7 @@ class SocketSide:
         connection = Connection("computer", self._computer.name, auth=auth, headers=headers, reconnect=self._reconnect)
         for event, handler in self._handlers.items():
             connection.on(event, handler)
+        connection.on_deferred(events.TOOL_CALL, self._on_tool_call)
         with self._lock:
             if self._connection is not None:
                 raise RuntimeError(f"Computer {self._computer.name!r} is already connected; disconnect() first")
@@ -110,20 +113,24 @@ class SocketSide:
         except NotConnectedError as exc:  # an agent learns on re-join (notify:enter_office)
             log.info("Computer %r could not announce %s: %s", self._computer.name, event, exc)
 
-    # -- handlers (each on its own Socket.IO thread) ------------------------------------
+    # -- handlers (each on its own Socket.IO thread; a tool call's only starts it) ------
 
-    def _on_tool_call(self, payload: Any) -> Any:
+    def _on_tool_call(self, payload: Any, reply: Reply) -> None:
+        """Started on the thread reading the socket, answered from the Computer's event
+        loop when the call ends (`Connection.on_deferred`): no thread waits for a tool."""
         request = from_wire(ToolCallReq, payload)
         self._check_addressed(request.computer)
         if not request.timeout > 0:
             raise BadRequestError(f"timeout must be positive, got {request.timeout!r} @ $.timeout")
-        result = self._computer.call_tool(request.tool_name, request.params, request.timeout, req_id=request.req_id)
         office_id = self.office_id
 
         def mint(source: Any, mime_type: str) -> Any:
             return self._computer.blobs.mint(source, office_id=office_id, agent=request.agent, mime_type=mime_type)
 
-        return to_wire(spool_oversize(result, mint))
+        def done(result: CallToolResult) -> None:
+            reply(lambda: to_wire(spool_oversize(result, mint)))
+
+        self._computer.start_tool_call(request.tool_name, request.params, request.timeout, request.req_id, done)
 
     def _on_get_tools(self, payload: Any) -> Any:
         request = from_wire(GetToolsReq, payload)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -75,6 +76,17 @@ def test_time_spent_confirming_counts_against_the_timeout(computer_factory: Any)
     computer = computer_factory(GATED, confirm=lambda call: slow_operator.wait(0.6) or True)
     result = computer.call_tool("add", {"a": 1, "b": 2}, timeout=0.5)
     assert result.error_code == ErrorCode.TOOL_TIMEOUT and result.meta["a2c_timeout"] is True
+
+
+def test_a_confirm_callback_that_never_answers_times_the_call_out_at_its_deadline(computer_factory: Any) -> None:
+    operator = threading.Event()
+    computer = computer_factory(GATED, confirm=lambda call: operator.wait(30) or True)
+    began = time.monotonic()
+    result = computer.call_tool("add", {"a": 1, "b": 2}, timeout=0.5)
+    waited = time.monotonic() - began
+    operator.set()  # the abandoned callback's thread ends
+    assert result.error_code == ErrorCode.TOOL_TIMEOUT and result.meta["a2c_timeout"] is True
+    assert waited < 10  # the call's 0.5 s, not the callback's 30 s
 
 
 def test_history_keeps_the_last_calls_with_their_outcome(computer_factory: Any) -> None:

@@ -124,7 +124,10 @@ class ToolServer(Server[Any]):
         )
         self._add("add", self._add_numbers, _schema(a="integer", b="integer"), description="Add two integers.")
         self._add("fail", self._fail, _schema(message="string"), description="Return a tool error.")
-        self._add("sleep", self._sleep, _schema(seconds="number"), description="Sleep, observably cancellable.")
+        self._add(
+            "sleep", self._sleep, _schema(seconds="number", pad="integer"),
+            description="Sleep, observably cancellable; `pad` characters more in the answer.",
+        )
         self._add("crash", self._crash, _schema(), description="Kill the server process (exit code 3).")
         self._add("add_tool", self._add_tool, _schema(name="string"), description="Add a tool at runtime.")
         self._add("remove_tool", self._remove_tool, _schema(name="string"), description="Remove an added tool.")
@@ -185,7 +188,7 @@ class ToolServer(Server[Any]):
         except anyio.get_cancelled_exc_class():
             _append_line("SMCP_TEST_CANCEL_LOG", f"cancelled {ctx.request_id} seconds={seconds}")
             raise
-        return f"slept {seconds}"
+        return f"slept {seconds}" + "." * int(args.get("pad", 0))
 
     async def _crash(self, ctx: Ctx, args: dict[str, Any]) -> str:
         sys.stderr.flush()

@@ -62,6 +62,12 @@ class EventLoopThread:
                 raise BridgeClosedError("the Computer is not running")
             return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
+    def call_soon(self, function: Callable[[], Any]) -> None:
+        """Run `function()` on the loop soon, from any thread (nothing if it is stopped)."""
+        with self._lock:
+            if self._open:
+                self._loop.call_soon_threadsafe(function)
+
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
         """Run `coro` on the loop and wait for it; on timeout cancel it and raise TimeoutError."""
         if threading.current_thread() is self._thread:

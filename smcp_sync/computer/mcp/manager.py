@@ -15,7 +15,6 @@ server is 4014, a server that did not declare the capability a request needs 401
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import logging
 import threading
@@ -32,7 +31,6 @@ from ...protocol.errors import (
     cut_short,
 )
 from ...protocol.models import (
-    CallToolResult,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -271,16 +269,10 @@ class ServerManager:
 
     # -- requests -------------------------------------------------------------------------
 
-    def submit_call(
-        self, server: str, tool: str, arguments: dict[str, Any], timeout: float
-    ) -> concurrent.futures.Future[CallToolResult]:
-        """Start a tool call; cancelling the future cancels the MCP request."""
-        return self._bridge.submit(self._connection(server).call_tool(tool, arguments, timeout))
-
-    def notices(self, server: str) -> int:
-        """How many change notices (tools, resources) `server` has sent (0: unknown server)."""
-        connection = self._connection_or_none(server)
-        return connection.notices if connection is not None else 0
+    def connection(self, server: str) -> ServerConnection:
+        """The server's supervised connection, for requests made on the loop (tool calls);
+        4014 for an unknown server."""
+        return self._connection(server)
 
     def tools_settled(self, server: str, timeout: float) -> bool:
         """Wait up to `timeout` until the server's `tools/list_changed` notices so far

@@ -20,6 +20,11 @@ A result the MCP server returned goes through its `vrl` script, if it has one (`
 The timeout covers confirmation and the MCP request; the MCP request is cancelled
 (`notifications/cancelled`) on timeout and on cancel.
 
+A call runs as a task on the Computer's event loop, where the MCP session lives: an
+Agent's call is started by the thread reading the socket and answered from the loop
+(`ToolCaller.start`, `connection.Connection.on_deferred`), with no thread waiting for it
+(benchmarks/README.md, Findings).
+
 What the MCP server announced before it answered is in force when the answer is
 returned: notices and results share one stream, so a server that adds a tool and says
 so (`tools/list_changed`) before its result has its new tool callable right after it,
@@ -30,13 +35,15 @@ are handled (`settle`).
 
 from __future__ import annotations
 
-import concurrent.futures
+import functools
 import logging
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Coroutine
 
+import anyio
+import anyio.to_thread
 import attrs
 
 from ...protocol.errors import ErrorCode, NotFoundError, cut_short
@@ -44,6 +51,7 @@ from ...protocol.models import A2C_TOOL_META, CallToolResult, ToolMeta
 from ...protocol.models._fields import as_dict, evolve
 from ..mcp.adapter import McpFailure
 from ..mcp.failures import tool_call_failure, unauthorized
+from ..mcp.bridge import EventLoopThread
 from ..mcp.manager import WAIT_GRACE, ServerManager
 from ..mcp.server_connection import ServerUnavailable
 from .catalog import ToolCatalog, ToolRoute
@@ -85,14 +93,20 @@ def allow_all(pending: PendingToolCall) -> bool:
 
 
 class ToolCaller:
+    """Runs tool calls as tasks on the Computer's event loop: a call in flight holds no
+    thread (`start` answers through a callback); the steps that may block (the confirm
+    callback, waiting for notices, the `vrl` script) run on worker threads."""
+
     def __init__(
         self,
+        bridge: EventLoopThread,
         manager: ServerManager,
         catalog: Callable[[], ToolCatalog],
         confirm: ConfirmCallback | None,
         history: ToolCallHistory,
         settle: Settle,
     ) -> None:
+        self._bridge = bridge
         self._manager = manager
         self._catalog = catalog
         self._confirm = confirm
@@ -101,19 +115,60 @@ class ToolCaller:
         self._in_flight = InFlightCalls()
 
     def call(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None = None) -> CallToolResult:
+        """Run the call and wait for its result (not from the Computer's loop thread)."""
+        run = self._prepare(name, params, timeout, req_id)
+        if isinstance(run, CallToolResult):
+            return run
+        try:
+            # the loop ends the call by its timeout; the grace only guards against a stuck loop
+            return self._bridge.run(run.coroutine, min(timeout + WAIT_GRACE, threading.TIMEOUT_MAX))
+        except TimeoutError:
+            return _timed_out(run.route.exposed, timeout)
+
+    def start(
+        self,
+        name: str,
+        params: dict[str, Any],
+        timeout: float,
+        req_id: str | None,
+        done: Callable[[CallToolResult], None],
+    ) -> None:
+        """Start the call; `done(result)` is called once it ends: at once on this thread
+        when it cannot start (an unknown tool...), else on the Computer's loop thread."""
+        run = self._prepare(name, params, timeout, req_id)
+        if isinstance(run, CallToolResult):
+            done(run)
+            return
+        try:
+            self._bridge.submit(_delivered(run, done))
+        except BaseException:
+            run.coroutine.close()
+            raise
+
+    def cancel(self, req_id: str) -> bool:
+        """Cancel the call(s) of `req_id` (or the one that arrives later with it)."""
+        return self._in_flight.cancel(req_id)
+
+    def _prepare(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None) -> _Run | CallToolResult:
+        """The call's task, not started yet; or its result when it has no route."""
         if not isinstance(params, dict):
             raise TypeError(f"params must be a dict, got {type(params).__name__}")
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
-        req_id = req_id or uuid.uuid4().hex
         catalog = self._catalog()
         exposed = catalog.resolve(name)
         route = catalog.routes.get(exposed) if isinstance(exposed, str) else None
         if route is None:
             return _unroutable(catalog, name, exposed)
+        return _Run(route, self._run(route, params, timeout, req_id or uuid.uuid4().hex))
+
+    async def _run(self, route: ToolRoute, params: dict[str, Any], timeout: float, req_id: str) -> CallToolResult:
         started = time.time()
         deadline = time.monotonic() + timeout
-        result = self._confirmed_call(route, params, timeout, deadline, req_id)
+        try:
+            result = await self._confirmed_call(route, params, timeout, deadline, req_id)
+        except anyio.get_cancelled_exc_class():  # the Computer is closing: still an answer
+            result = _cancelled(route.exposed)
         self._history.append(
             ToolCallRecord(
                 req_id=req_id,
@@ -126,43 +181,49 @@ class ToolCaller:
         )
         return result
 
-    def cancel(self, req_id: str) -> bool:
-        """Cancel the call(s) of `req_id` (or the one that arrives later with it)."""
-        return self._in_flight.cancel(req_id)
-
-    def _confirmed_call(
+    async def _confirmed_call(
         self, route: ToolRoute, params: dict[str, Any], timeout: float, deadline: float, req_id: str
     ) -> CallToolResult:
-        if not route.auto_apply:
-            refusal = self._ask_confirmation(PendingToolCall(req_id, route.exposed, route.server, route.tool, params))
+        if not (route.auto_apply or self._confirm is allow_all):  # allow_all: nobody to ask
+            pending = PendingToolCall(req_id, route.exposed, route.server, route.tool, params)
+            # the callback may ask a person: the call times out meanwhile, abandoning it
+            with anyio.move_on_after(deadline - time.monotonic()) as asking:
+                refusal = await anyio.to_thread.run_sync(self._ask_confirmation, pending, abandon_on_cancel=True)
+            if asking.cancelled_caught:
+                return _timed_out(route.exposed, timeout)
             if refusal is not None:
                 return refusal
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return _timed_out(route.exposed, timeout)
-        notices = self._manager.notices(route.server)
         try:
-            future = self._manager.submit_call(route.server, route.tool, params, remaining)
+            connection = self._manager.connection(route.server)
         except NotFoundError:  # removed since the catalog was read
             return CallToolResult.failure(ErrorCode.TOOL_NOT_FOUND, f"unknown tool {route.exposed!r}")
-        script = self._manager.vrl_script(route.server)
-        self._in_flight.register(req_id, future)
+        notices = connection.notices
+        scope = anyio.CancelScope()
+        stop = functools.partial(self._bridge.call_soon, scope.cancel)
+        self._in_flight.register(req_id, stop)
+        answered: CallToolResult | None = None
         try:
-            # a wait past TIMEOUT_MAX would raise OverflowError, leaving the MCP call uncancelled
-            result = _with_tool_meta(future.result(min(remaining + WAIT_GRACE, threading.TIMEOUT_MAX)), route.meta)
-            if self._manager.notices(route.server) != notices:
-                self._await_notices(route.server, deadline)
-            # the script runs here, on the caller's thread: it is CPU work, kept off the loop
-            return script.transform(result, route.tool, params) if script is not None else result
-        except concurrent.futures.CancelledError:
-            return _cancelled(route.exposed)
-        except (TimeoutError, concurrent.futures.TimeoutError):
-            future.cancel()
+            with scope:
+                answered = await connection.call_tool(route.tool, params, remaining)
+        except TimeoutError:
             return _timed_out(route.exposed, timeout)
         except (ServerUnavailable, McpFailure) as exc:
             return tool_call_failure(route.server, route.exposed, exc)
         finally:
-            self._in_flight.unregister(req_id, future)
+            self._in_flight.unregister(req_id, stop)
+        if answered is None:
+            return _cancelled(route.exposed)
+        result = _with_tool_meta(answered, route.meta)
+        if connection.notices != notices:
+            await anyio.to_thread.run_sync(self._await_notices, route.server, deadline)
+        script = self._manager.vrl_script(route.server)
+        if script is None:
+            return result
+        # CPU work: kept off the loop
+        return await anyio.to_thread.run_sync(script.transform, result, route.tool, params)
 
     def _await_notices(self, server: str, deadline: float) -> None:
         wait = min(SETTLE_WAIT, max(0.0, deadline - time.monotonic()))
@@ -188,6 +249,27 @@ class ToolCaller:
         return CallToolResult.failure(
             ErrorCode.TOOL_REQUIRES_CONFIRMATION, f"tool {pending.name!r} needs confirmation and it was refused"
         )
+
+
+@attrs.frozen
+class _Run:
+    """A routed call's task (a coroutine not started yet)."""
+
+    route: ToolRoute
+    coroutine: Coroutine[Any, Any, CallToolResult]
+
+
+async def _delivered(run: _Run, done: Callable[[CallToolResult], None]) -> None:
+    """Run the call and hand its result to `done` (a bug in the call is logged and
+    answered as a failed call rather than lost: the Agent would wait out its timeout)."""
+    try:
+        result = await run.coroutine
+    except Exception:
+        log.exception("tool call %r failed on this Computer", run.route.exposed)
+        result = CallToolResult.failure(
+            ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {run.route.exposed!r} failed on this Computer"
+        )
+    done(result)
 
 
 def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolResult:
