@@ -109,11 +109,11 @@ class PooledEngineIOClient(engineio.Client):
     Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
     caller waiting for it: `session._PendingRequest.resolve`), and so is an event whose
     handler is `Deferred` (`starts_inline`: it only starts the work); other messages run
-    on `pool` instead of a new thread each. Outgoing: a message is written to the websocket by the
-    thread that sends it instead of through the library's queue and writer thread;
-    control packets (pong, close) keep that path, and with it the writer's keep-alive
-    (it gives up after ~30 s with nothing queued). websocket-client's frame lock makes
-    concurrent writes safe. A write blocks only while the Server reads nothing (its socket
+    on `pool` instead of a new thread each. Outgoing: a message is written to the websocket
+    by the thread that sends it instead of through the library's queue and writer thread
+    (one message at a time, under this client's lock); control packets (pong, close) keep
+    that path, and with it the writer's keep-alive (it gives up after ~30 s with nothing
+    queued); websocket-client's frame lock keeps the two paths' frames whole. A write blocks only while the Server reads nothing (its socket
     buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
     after which the connection counts as lost), as the writer thread's would; other
     senders wait for it within their own timeouts (`Connection._send`).
@@ -123,6 +123,7 @@ class PooledEngineIOClient(engineio.Client):
         super().__init__(*args, **kwargs)
         self._message_pool = pool
         self._starts_inline = starts_inline
+        self._message_write = threading.Lock()  # one message at a time, so `send_soon` can tell
 
     def _connect_websocket(self, url: str, headers: dict[str, str], engineio_path: str) -> bool:
         """Engine.IO's, keeping the body of an HTTP 400 refusal of the handshake (the
@@ -167,6 +168,27 @@ class PooledEngineIOClient(engineio.Client):
         if pkt.packet_type != engineio.packet.MESSAGE or self.current_transport != "websocket" or not self._writing(ws):
             super()._send_packet(pkt)
             return
+        with self._message_write:
+            self._write_message(ws, pkt)
+
+    def send_soon(self, data: str) -> None:
+        """Send `data` from this thread if the websocket takes it at once (short, no other
+        message being written, room in the socket's buffer), else from the pool: the
+        thread that has a `Deferred` event's answer (the Computer's event loop) never
+        waits for a Server that reads nothing (at most for a control packet's few bytes,
+        which the library's writer thread sends under websocket-client's own lock)."""
+        ws = self.ws
+        if len(data) <= WRITE_AT_ONCE_MAX and self._writing(ws) and self._message_write.acquire(blocking=False):
+            try:
+                if _room_to_write(ws):
+                    self._write_message(ws, engineio.packet.Packet(engineio.packet.MESSAGE, data=data))
+                    return
+            finally:
+                self._message_write.release()
+        if not self._message_pool.submit(self.send, data):
+            logger.info("could not send an answer, the connection is closing")
+
+    def _write_message(self, ws: websocket.WebSocket, pkt: engineio.packet.Packet) -> None:
         if self.state != "connected":
             return  # what the library does too: the disconnect fails pending requests
         try:
@@ -179,17 +201,6 @@ class PooledEngineIOClient(engineio.Client):
             # fails every pending request at once: nothing to warn about twice (and an
             # orderly close racing a send is no fault at all).
             logger.info("could not send a message, the connection is closing: %s", exc)
-
-    def send_soon(self, data: str) -> None:
-        """Send `data` from this thread if the websocket takes it at once (short, no other
-        write under way, room in the socket's buffer), else from the pool: the thread
-        that has a `Deferred` event's answer (the Computer's event loop) never waits for
-        a Server that reads nothing."""
-        ws = self.ws
-        if len(data) <= WRITE_AT_ONCE_MAX and self._writing(ws) and not ws.lock.locked() and _room_to_write(ws):
-            self.send(data)
-        elif not self._message_pool.submit(self.send, data):
-            logger.info("could not send an answer, the connection is closing")
 
     def _writing(self, ws: websocket.WebSocket | None) -> bool:
         """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
