@@ -86,7 +86,7 @@ def assert_authorization_needed(result: Any) -> None:
     assert result.meta["mcp_server"] == "locked"
     assert result.meta["auth_hint"] == {
         "action": "user_authorization_required",
-        "message": "authorize MCP server 'locked' on the Computer, then retry",
+        "message": "authorize MCP server 'locked' on the Computer (or check its client credentials there), then retry",
     }
 
 

@@ -297,5 +297,5 @@ def test_an_authorization_code_server_answering_403_insufficient_scope_is_4007_a
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
         refused = host.call_tool("locked__add", {"a": 2, "b": 3}, timeout=20)
         assert refused.is_error and refused.error_code == ErrorCode.TOOL_AUTHORIZATION_FAILED
-        assert refused.meta["auth_hint"]["action"] == "user_authorization_required"
+        assert refused.meta["auth_hint"]["action"] == "token_refresh_required"
     assert len(browser.opened) == 1 and issuer.grants == grants

@@ -137,8 +137,21 @@ def tool_call_failure(server: str, tool: str, exc: ServerUnavailable | McpFailur
 
 def unauthorized(server: str, tool: str, reason: str, code: int) -> CallToolResult:
     """4006 / 4007: the MCP server refused the call for want of authorization (the
-    user must act where the Computer runs; nothing secret goes to the Agent)."""
-    needs = "needs an authorization" if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED else "was refused with its authorization"
+    user must act where the Computer runs; nothing secret goes to the Agent). The hint's
+    `action` is the one a2c-smcp 0.4.2 sends for the code, so a Host routes both alike;
+    its message also fits a server authorized by client credentials (nobody signs in)."""
+    if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED:
+        needs = "needs an authorization"
+        hint = {
+            "action": "user_authorization_required",
+            "message": f"authorize MCP server {server!r} on the Computer (or check its client credentials there), then retry",
+        }
+    else:
+        needs = "was refused with its authorization"
+        hint = {
+            "action": "token_refresh_required",
+            "message": f"the authorization of MCP server {server!r} has expired or lacks a permission:"
+            " authorize it again or check its permissions on the Computer, then retry",
+        }
     message = f"tool {tool!r} {needs} on MCP server {server!r}: {reason}"
-    hint = {"action": "user_authorization_required", "message": f"authorize MCP server {server!r} on the Computer, then retry"}
     return CallToolResult.failure(code, message, mcp_server=server, auth_hint=hint)
