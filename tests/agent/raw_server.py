@@ -32,6 +32,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 NAMESPACE = "/smcp"
 #: Short pings so the server's per-connection ping threads end soon after a test.
 PING_INTERVAL = 0.25
+#: A child process's (`__main__`) ping timeout.
+CHILD_PING_TIMEOUT = 20.0
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -143,6 +145,8 @@ class RawServer:
 
 if __name__ == "__main__":  # a child process a test can kill
     logging.basicConfig(level=logging.WARNING)
-    server = RawServer(print_events=True, refuse_joins=sys.argv[2:3] == ["refuse"])
+    # a child is killed, not stopped: no ping thread outlives it, so pings may wait long
+    # (a loaded machine answered a 2 s ping timeout too late, dropping the test's client)
+    server = RawServer(print_events=True, refuse_joins=sys.argv[2:3] == ["refuse"], ping_timeout=CHILD_PING_TIMEOUT)
     print(server.start(int(sys.argv[1]) if len(sys.argv) > 1 else 0), flush=True)
     server._thread.join()
