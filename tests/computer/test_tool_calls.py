@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import threading
 import time
 from typing import Any, Iterator
@@ -12,9 +13,10 @@ from typing import Any, Iterator
 import pytest
 
 from smcp_sync.computer import Computer, PendingToolCall, allow_all
+from smcp_sync.computer.config.vrl import VRL_TRANSFORMED
 from smcp_sync.protocol import ErrorCode
 
-from .helpers import FAST, stdio_config
+from .helpers import FAST, stdio_config, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -87,6 +89,28 @@ def test_a_confirm_callback_that_never_answers_times_the_call_out_at_its_deadlin
     operator.set()  # the abandoned callback's thread ends
     assert result.error_code == ErrorCode.TOOL_TIMEOUT and result.meta["a2c_timeout"] is True
     assert waited < 10  # the call's 0.5 s, not the callback's 30 s
+
+
+def test_confirmations_left_unanswered_hold_up_no_other_call(computer_factory: Any) -> None:
+    """More unanswered confirm callbacks than anyio's worker threads (40): another call's
+    `vrl` script, which runs on a worker thread too, still runs at once."""
+    operator, asked = threading.Event(), []
+
+    def confirm(call: PendingToolCall) -> bool:
+        asked.append(call.req_id)
+        return operator.wait(30)
+
+    config = stdio_config("tools", vrl=".structuredContent.seen = true", tool_meta={"echo": {"auto_apply": True}})
+    computer = computer_factory(config, confirm=confirm)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=45) as callers:
+        waiting = [callers.submit(computer.call_tool, "sleep", {"seconds": 0.01}, 30) for _ in range(45)]
+        wait_until(lambda: len(asked) == 45, 20, "45 confirmations asked")
+        try:
+            result = computer.call_tool("echo", {"text": "hi"}, timeout=10)
+        finally:
+            operator.set()
+        assert [call.result(timeout=30).text for call in waiting] == ["slept 0.01"] * 45
+    assert result.text == "hi" and json.loads(result.meta[VRL_TRANSFORMED])["structuredContent"]["seen"] is True
 
 
 def test_history_keeps_the_last_calls_with_their_outcome(computer_factory: Any) -> None:

@@ -65,6 +65,11 @@ DEFAULT_TOOL_TIMEOUT = 60.0
 #: The most seconds an answer waits for the notices its server sent before it.
 SETTLE_WAIT = 5.0
 
+#: Confirm callbacks running at once (each on a worker thread, maybe waiting for a person);
+#: more wait for one to end, within their calls' timeouts. Their own limit, so that
+#: callbacks left unanswered never hold up another call's short steps on worker threads.
+CONFIRMATIONS_AT_ONCE = 256
+
 #: ``settle(server, timeout) -> bool``: wait until what `server` announced so far is in force.
 Settle = Callable[[str, float], bool]
 
@@ -113,6 +118,7 @@ class ToolCaller:
         self._history = history
         self._settle = settle
         self._in_flight = InFlightCalls()
+        self._confirmations = anyio.CapacityLimiter(CONFIRMATIONS_AT_ONCE)
 
     def call(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None = None) -> CallToolResult:
         """Run the call and wait for its result (not from the Computer's loop thread)."""
@@ -188,7 +194,9 @@ class ToolCaller:
             pending = PendingToolCall(req_id, route.exposed, route.server, route.tool, params)
             # the callback may ask a person: the call times out meanwhile, abandoning it
             with anyio.move_on_after(deadline - time.monotonic()) as asking:
-                refusal = await anyio.to_thread.run_sync(self._ask_confirmation, pending, abandon_on_cancel=True)
+                refusal = await anyio.to_thread.run_sync(
+                    self._ask_confirmation, pending, abandon_on_cancel=True, limiter=self._confirmations
+                )
             if asking.cancelled_caught:
                 return _timed_out(route.exposed, timeout)
             if refusal is not None:
@@ -260,8 +268,9 @@ class _Run:
 
 
 async def _delivered(run: _Run, done: Callable[[CallToolResult], None]) -> None:
-    """Run the call and hand its result to `done` (a bug in the call is logged and
-    answered as a failed call rather than lost: the Agent would wait out its timeout)."""
+    """Run the call and hand its result to `done`. Nobody waits on this task, so nothing
+    it raises may pass silently: a bug in the call is logged and answered as a failed
+    call (the Agent would wait out its timeout), one in `done` is logged."""
     try:
         result = await run.coroutine
     except Exception:
@@ -269,7 +278,10 @@ async def _delivered(run: _Run, done: Callable[[CallToolResult], None]) -> None:
         result = CallToolResult.failure(
             ErrorCode.TOOL_EXECUTION_FAILED, f"tool call {run.route.exposed!r} failed on this Computer"
         )
-    done(result)
+    try:
+        done(result)
+    except Exception:
+        log.exception("the answer to tool call %r could not be sent", run.route.exposed)
 
 
 def _with_tool_meta(result: CallToolResult, meta: ToolMeta | None) -> CallToolResult:
