@@ -113,10 +113,11 @@ class PooledEngineIOClient(engineio.Client):
     by the thread that sends it instead of through the library's queue and writer thread
     (one message at a time, under this client's lock); control packets (pong, close) keep
     that path, and with it the writer's keep-alive (it gives up after ~30 s with nothing
-    queued); websocket-client's frame lock keeps the two paths' frames whole. A write blocks only while the Server reads nothing (its socket
-    buffer full), at most for the socket's timeout (Engine.IO's ping interval + timeout,
-    after which the connection counts as lost), as the writer thread's would; other
-    senders wait for it within their own timeouts (`Connection._send`).
+    queued); websocket-client's frame lock keeps the two paths' frames whole. A write
+    blocks only while the Server reads nothing (its socket buffer full), at most for the
+    socket's timeout (Engine.IO's ping interval + timeout, after which the connection
+    counts as lost), as the writer thread's would; other senders wait for it within their
+    own timeouts (`Connection._send`); `send_soon` never waits.
     """
 
     def __init__(self, *args: Any, pool: WorkerPool, starts_inline: Callable[[str], bool], **kwargs: Any):
@@ -299,12 +300,13 @@ class PooledClient(socketio.Client):
         self._write(encoded)
 
     def _write(self, encoded: str | list[Any], soon: bool = False) -> None:
-        """Send the packet's parts; `soon`: without waiting (`PooledEngineIOClient.send_soon`)."""
+        """Send the packet's parts; `soon`: a text packet without waiting
+        (`PooledEngineIOClient.send_soon`; a deferred answer is JSON text, one part)."""
+        if soon and isinstance(encoded, str):
+            self.eio.send_soon(encoded)
+            return
         for part in encoded if isinstance(encoded, list) else [encoded]:
-            if soon:
-                self.eio.send_soon(part)
-            else:
-                self.eio.send(part)
+            self.eio.send(part)
 
     def _message_limit(self) -> int | None:
         ws = announced(self)
