@@ -24,7 +24,6 @@ import functools
 import json
 import logging
 import re
-import select
 import socket
 import threading
 from typing import Any, Callable
@@ -39,6 +38,7 @@ from ..message_limit import announced_limit, length_over, too_large
 from ..protocol import events, extensions
 from ..protocol.errors import BadRequestError, InternalError
 from ..threads.worker_pool import WorkerPool
+from ..write_at_once import WRITE_AT_ONCE_MAX, room_to_write
 
 logger = logging.getLogger(__name__)
 
@@ -77,10 +77,6 @@ class PromptCloseWebSocket(websocket.WebSocket):
                 pass
         super().shutdown()  # type: ignore[no-untyped-call]
 
-
-#: A `Deferred` event's answer is written by the thread that has it only up to this
-#: length, and only when the socket takes it at once (`PooledEngineIOClient.send_soon`).
-WRITE_AT_ONCE_MAX = 64 * 1024
 
 #: An EVENT packet in text form as far as its event name: ``2/smcp,12["name"``.
 _EVENT_HEAD = re.compile(r'2(?:(/[^,]*),)?\d*\["([^"\\]+)"')
@@ -181,7 +177,7 @@ class PooledEngineIOClient(engineio.Client):
         ws = self.ws
         if len(data) <= WRITE_AT_ONCE_MAX and self._writing(ws) and self._message_write.acquire(blocking=False):
             try:
-                if _room_to_write(ws):
+                if room_to_write(ws.sock):
                     self._write_message(ws, engineio.packet.Packet(engineio.packet.MESSAGE, data=data))
                     return
             finally:
@@ -207,16 +203,6 @@ class PooledEngineIOClient(engineio.Client):
         """Whether `ws` is the live websocket: while (re)connecting, `ws` is still the
         previous one and the writer thread not started yet; it sends what was queued."""
         return ws is not None and self.write_loop_task is not None
-
-
-def _room_to_write(ws: websocket.WebSocket) -> bool:
-    sock = ws.sock
-    if sock is None:
-        return False
-    try:
-        return bool(select.select([], [sock], [], 0)[1])
-    except (OSError, ValueError):  # closed meanwhile: the pool's write reports it
-        return False
 
 
 def _json_body(body: bytes | None) -> Any:

@@ -35,6 +35,7 @@ from ..protocol.errors import AuthError, BadRequestError, ErrorCode, InternalErr
 from ..protocol.extensions import advertisement
 from ..threads.deadlines import Deadline, Deadlines
 from ..threads.worker_pool import WorkerPool
+from ..write_at_once import WRITE_AT_ONCE_MAX, room_to_write
 from .admission import ConnectionsPerAddress
 from .answers import refusal_for
 from .auth_failures import AuthFailures
@@ -160,7 +161,12 @@ class StoppableEngineIO(engineio.Server):
             shutdown_socket(websocket.raw)
 
     def send_packet(self, sid: str, pkt: Any) -> None:
+        """Engine.IO's, written by this thread when the websocket takes it at once
+        (`_CuttableWebSocket.send_at_once`), else queued for the writer."""
         if self._dropping or sid in self._overflowing:
+            return
+        websocket = self._websockets.get(sid)
+        if websocket is not None and websocket.send_at_once(pkt):
             return
         super().send_packet(sid, pkt)
         queue = getattr(self.sockets.get(sid), "queue", None)
@@ -349,9 +355,44 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
 
     def __init__(self, handler: Any, server: StoppableEngineIO, **kwargs: Any) -> None:
         super().__init__(handler, server, **kwargs)
-        self._eio_sid = handler.__self__.sid  # the handler is the Engine.IO socket's bound method
+        self._socket: EngineIOSocket = handler.__self__  # the handler is the Engine.IO socket's bound method
+        self._eio_sid = self._socket.sid
         self._server = server
         self.raw: socket.socket | None = None
+        self._writing = threading.Lock()  # one frame at a time: the writer's or `send_at_once`'s
+
+    def send(self, message: Any) -> None:
+        """What Engine.IO's writer calls for each packet it took from the queue."""
+        try:
+            with self._writing:
+                super().send(message)
+        finally:
+            queue = self._socket.queue
+            if isinstance(queue, BacklogQueue):
+                queue.sent()
+
+    def send_at_once(self, pkt: Any) -> bool:
+        """Write `pkt` on this thread if that cannot wait or reorder: the session is open on
+        this websocket, nothing is queued or being written, the message is short and the
+        socket has room (`write_at_once`). False: queue it, as Engine.IO does. Saves the
+        writer's wake-up per message; a peer that reads nothing still only fills the queue,
+        where `max_send_backlog` drops it."""
+        sock, ws = self._socket, self.ws
+        if ws is None or sock.closed or sock.upgrading or not isinstance(sock.queue, BacklogQueue):
+            return False
+        encoded = pkt.encode()
+        if len(encoded) > WRITE_AT_ONCE_MAX or not self._writing.acquire(blocking=False):
+            return False
+        try:
+            if not (sock.queue.idle() and room_to_write(self.raw)):
+                return False
+            if sock.check_ping_timeout():  # else it closes the session, as its `send` would
+                ws.send(encoded)
+            return True
+        except (OSError, simple_websocket.ConnectionClosed):  # the reading thread sees the end
+            return True
+        finally:
+            self._writing.release()
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         key = next((k for k in _RAW_SOCKET_KEYS if k in environ), None)

@@ -28,7 +28,9 @@ class BacklogQueue(queue.Queue[Any]):
     """`queue.Queue` keeping `backlog`, the bytes of the packets in it (its `_put` and
     `_get` are the hooks `queue.Queue` documents for subclasses; both run under its
     lock), and calling `on_put` after each put, when set (a writer that runs only while
-    there is something to send: `engine._WriterOnDemand`)."""
+    there is something to send: `engine._WriterOnDemand`). It also counts the packets a
+    writer took and has not sent yet (`sent`), so that a message written at once never
+    overtakes one taken already (`idle`)."""
 
     on_put: Callable[[], None] | None = None
 
@@ -40,6 +42,17 @@ class BacklogQueue(queue.Queue[Any]):
     def _init(self, maxsize: int) -> None:
         super()._init(maxsize)
         self.backlog = 0
+        self._taken = 0  # packets got, not yet `sent`
+
+    def sent(self) -> None:
+        """A packet the writer took is written (or the writer gave up on it)."""
+        with self.mutex:
+            self._taken = max(0, self._taken - 1)
+
+    def idle(self) -> bool:
+        """Nothing waits in the queue and nothing taken from it is still to be written."""
+        with self.mutex:
+            return not self.queue and self._taken == 0
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         super().put(item, block, timeout)
@@ -54,6 +67,8 @@ class BacklogQueue(queue.Queue[Any]):
     def _get(self) -> Any:
         item = super()._get()
         self.backlog -= packet_size(item)
+        if item is not None:
+            self._taken += 1
         return item
 
     def discard(self) -> None:

@@ -102,6 +102,27 @@ def test_an_agent_that_stops_reading_is_dropped_past_its_send_backlog_and_others
     assert len(answer["content"][0]["text"]) == len(big)
 
 
+@pytest.mark.timeout(120)
+def test_answers_a_reader_stops_taking_never_hold_up_the_thread_relaying_them(stack):
+    """Short answers are written by the thread that relays them (the Computer's reading
+    thread) only while the Agent's socket has room; past that they wait in its queue, and
+    that thread goes on serving the Computer (its own request is answered at once). Fails
+    when that thread writes whatever the socket's state."""
+    server = start_server(stack, max_send_backlog=64 * 1024 * 1024)  # not dropped during the test
+    short = "x" * (32 * 1024)  # under the 64 KiB a thread writes itself
+    computer = _peer(stack, server.url, "computer", "c1", "o1")
+    answered = []
+    computer.answer(events.TOOL_CALL, lambda data: answered.append(1) or {"content": [{"type": "text", "text": short}]})
+
+    careless = joined_websocket(server.url, "agent", "a1", "o1", receive_buffer=16 * 1024)
+    stack.callback(close_all, [careless])
+    for ack_id in range(2, 302):  # 300 answers of 32 KiB: past the kernel's buffers
+        careless.send(f"42{events.NAMESPACE},{ack_id}" + json.dumps([events.TOOL_CALL, _call("a1", "c1")]))
+    wait_until(lambda: len(answered) == 300, 30, "the Computer answered every call")
+    # on that same thread: the Computer's update, told to the office (the careless Agent too)
+    assert computer.call(events.UPDATE_CONFIG, {"computer": "c1"}, timeout=10) is None
+
+
 def _peer(stack: contextlib.ExitStack, url: str, role: str, name: str, office_id: str) -> Peer:
     peer = Peer(url)
     stack.callback(peer.close)

@@ -36,3 +36,23 @@ def test_discard_drops_the_packets_keeps_the_end_marker_and_releases_join():
     joined.start()
     joined.join(5)
     assert not joined.is_alive()
+
+
+def test_the_queue_is_idle_only_once_every_packet_taken_is_sent():
+    """A message written at once must not overtake one the writer took and is still
+    writing (`engine._CuttableWebSocket.send_at_once`)."""
+    queue = BacklogQueue()
+    assert queue.idle()
+    queue.put(message(10))
+    queue.put(message(20))
+    assert not queue.idle()
+    queue.get()
+    queue.get()
+    assert not queue.idle()  # empty, but both are still being written
+    queue.sent()
+    assert not queue.idle()
+    queue.sent()
+    assert queue.idle()
+    queue.put(None)  # the end marker is never written: it does not count
+    queue.get()
+    assert queue.idle()
