@@ -376,7 +376,8 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         this websocket, nothing is queued or being written, the message is short and the
         socket has room (`write_at_once`). False: queue it, as Engine.IO does. Saves the
         writer's wake-up per message; a peer that reads nothing still only fills the queue,
-        where `max_send_backlog` drops it."""
+        where `max_send_backlog` drops it. A session that began on long-polling keeps
+        queueing: the packets its polls took are never counted off as written (`idle`)."""
         sock, ws = self._socket, self.ws
         if ws is None or sock.closed or sock.upgrading or not isinstance(sock.queue, BacklogQueue):
             return False
@@ -389,7 +390,9 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             if sock.check_ping_timeout():  # else it closes the session, as its `send` would
                 ws.send(encoded)
             return True
-        except (OSError, simple_websocket.ConnectionClosed):  # the reading thread sees the end
+        except (OSError, simple_websocket.ConnectionClosed):  # a frame may be cut: end it all
+            if self.raw is not None:
+                shutdown_socket(self.raw)  # the reading thread sees the end at once
             return True
         finally:
             self._writing.release()
