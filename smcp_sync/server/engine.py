@@ -378,17 +378,20 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         writer's wake-up per message; a peer that reads nothing still only fills the queue,
         where `max_send_backlog` drops it. A session that began on long-polling keeps
         queueing: the packets its polls took are never counted off as written (`idle`)."""
-        sock, ws = self._socket, self.ws
+        sock, ws, data = self._socket, self.ws, pkt.data
         if ws is None or sock.closed or sock.upgrading or not isinstance(sock.queue, BacklogQueue):
             return False
-        encoded = pkt.encode()
-        if len(encoded) > WRITE_AT_ONCE_MAX or not self._writing.acquire(blocking=False):
+        # measured on the data, encoded only once written: a packet queued instead is
+        # encoded by the writer (its encoding adds the packet type: `>=` keeps it within)
+        if not isinstance(data, (str, bytes)) or len(data) >= WRITE_AT_ONCE_MAX:
+            return False
+        if not self._writing.acquire(blocking=False):
             return False
         try:
             if not (sock.queue.idle() and room_to_write(self.raw)):
                 return False
             if sock.check_ping_timeout():  # else it closes the session, as its `send` would
-                ws.send(encoded)
+                ws.send(pkt.encode())
             return True
         except (OSError, simple_websocket.ConnectionClosed):  # a frame may be cut: end it all
             if self.raw is not None:
