@@ -418,8 +418,6 @@ class Connection:
     def on(self, event: str, handler: Handler) -> None:
         """Handle `event` from the Server: `handler(payload)` runs on its own thread and
         its return value is the answer. It validates its own payload."""
-        if event in events.RESERVED_EVENT_NAMES:
-            raise ValueError(f"{event!r} is handled by the connection itself")
         self._register(event, _answering(event, handler))
 
     def on_deferred(self, event: str, handler: DeferredHandler) -> None:
@@ -429,11 +427,11 @@ class Connection:
         `produce()` returns is the answer (an error it raises becomes one, as with `on`),
         written without waiting for the socket (`socketio_parts.Deferred`). An error the
         handler raises is the answer too (then it must not reply)."""
-        if event in events.RESERVED_EVENT_NAMES:
-            raise ValueError(f"{event!r} is handled by the connection itself")
         self._register(event, Deferred(_answering_later(event, handler)))
 
     def _register(self, event: str, handler: Callable[..., Any]) -> None:
+        if event in events.RESERVED_EVENT_NAMES:
+            raise ValueError(f"{event!r} is handled by the connection itself")
         self._handlers[event] = handler
         self._sio.on(event, handler, namespace=events.NAMESPACE)
 
