@@ -30,7 +30,7 @@ from typing import Any, Callable
 import psutil
 import websocket
 
-from smcp_sync.client_auth import key_auth
+from smcp_sync.connection.client_auth import key_auth
 from smcp_sync.protocol.versioning import handshake_url
 
 from . import memory

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Message, Ping, RejectConnection, Request, TextMessage
 
-from smcp_sync.client_auth import key_auth
+from smcp_sync.connection.client_auth import key_auth
 from smcp_sync.protocol.versioning import handshake_url
 
 NAMESPACE = "/smcp"

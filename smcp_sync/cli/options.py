@@ -15,7 +15,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..client_auth import DEFAULT_KEY_FIELDS, checked_headers, key_auth, key_headers
+from ..connection.client_auth import DEFAULT_KEY_FIELDS, checked_headers, key_auth, key_headers
 
 #: Read when --api-key is not given, so the key need not appear in the process list.
 API_KEY_ENV = "SMCP_API_KEY"

@@ -64,7 +64,6 @@ import socketio
 import socketio.exceptions
 import socketio.packet
 
-from ..client_auth import checked_headers
 from ..protocol import events, extensions
 from ..protocol.codec import to_wire
 from ..protocol.conventions import error_from_ack
@@ -72,6 +71,7 @@ from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutEr
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
+from .client_auth import checked_headers
 from .credentials import AuthSource, ConnectAuth
 from .rejoin import RETRIED_CODES, RejoinPolicy
 from .socketio_parts import (

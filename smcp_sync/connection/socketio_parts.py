@@ -34,11 +34,11 @@ import socketio
 import socketio.packet
 import websocket
 
-from ..message_limit import announced_limit, length_over, too_large
 from ..protocol import events, extensions
 from ..protocol.errors import BadRequestError, InternalError
 from ..threads.worker_pool import WorkerPool
-from ..write_at_once import WRITE_AT_ONCE_MAX, room_to_write
+from ..threads.write_at_once import WRITE_AT_ONCE_MAX, room_to_write
+from .message_limit import announced_limit, length_over, too_large
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from ..protocol.errors import AuthError, BadRequestError, ErrorCode, InternalErr
 from ..protocol.extensions import advertisement
 from ..threads.deadlines import Deadline, Deadlines
 from ..threads.worker_pool import WorkerPool
-from ..write_at_once import WRITE_AT_ONCE_MAX, room_to_write
+from ..threads.write_at_once import WRITE_AT_ONCE_MAX, room_to_write
 from .admission import ConnectionsPerAddress
 from .answers import refusal_for
 from .auth_failures import AuthFailures
