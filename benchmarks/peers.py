@@ -92,7 +92,7 @@ def run_smcp_serve(args: argparse.Namespace) -> None:
 def run_raw_server(args: argparse.Namespace) -> None:
     import socketio
 
-    from smcp_sync.server.background_http import BackgroundHTTPServer
+    from smcp_sync.server.transport.background_http import BackgroundHTTPServer
 
     sio = socketio.Server(async_mode="threading", namespaces=[RAW_NAMESPACE])
     sio.on("echo", lambda sid, data: data, namespace=RAW_NAMESPACE)

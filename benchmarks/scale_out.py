@@ -72,8 +72,8 @@ def node_path(echo: EchoServer, cross: bool) -> Iterator[paths.Measure]:
 
 def registry_operations(quick: bool) -> list[dict[str, Any]]:
     """Operations per second of each registry call (one thread, loopback Redis)."""
-    from smcp_sync.server.office_rules import Handshake
-    from smcp_sync.server.redis_registry import RedisRegistry
+    from smcp_sync.server.offices.office_rules import Handshake
+    from smcp_sync.server.scale_out.redis_registry import RedisRegistry
 
     seconds = QUICK_REGISTRY_SECONDS if quick else REGISTRY_SECONDS
     with redis() as shared:

@@ -38,7 +38,7 @@ def test_agents_and_computers_work_and_the_server_names_the_extra() -> None:
     done = without_extra(
         "from smcp_sync import Agent, Computer\n"
         "Computer('c').close(); Agent('a').close()\n"
-        "import smcp_sync.server.auth, smcp_sync.server.registry\n"
+        "import smcp_sync.server.auth, smcp_sync.server.offices.registry\n"
         "try:\n"
         "    from smcp_sync import SMCPServer\n"
         "except ImportError as exc:\n"

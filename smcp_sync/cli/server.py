@@ -13,7 +13,7 @@ import sys
 
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..server.auth import KEY_FIELDS, KEY_HEADERS, APIKeyAuth
-from ..server.limits import (
+from ..server.limits.limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_AUTH_FAILURES_PER_IP,

@@ -8,8 +8,8 @@ the CLI can describe `smcp-sync server` on an Agent-only install.
 from typing import TYPE_CHECKING, Any
 
 from .auth import APIKeyAuth, AuthProvider
-from .office_rules import JoinOutcome, Session
-from .registry import InMemoryRegistry, OfficeRegistry
+from .offices.office_rules import JoinOutcome, Session
+from .offices.registry import InMemoryRegistry, OfficeRegistry
 
 if TYPE_CHECKING:
     from .app import SMCPServer as SMCPServer

@@ -18,13 +18,14 @@ import socketio
 from ..protocol import conventions, events
 from ..protocol.errors import NotFoundError
 from ..protocol.events import NAMESPACE
-from .answers import answer_for
 from .auth import AuthProvider, as_provider
-from .broadcasts import Broadcasts
-from .engine import SocketIOServer, StoppableRedisManager
 from .extra import server_extra
-from .handshake import VersionGate
-from .limits import (
+from .handlers.broadcasts import Broadcasts
+from .handlers.membership import Membership
+from .handlers.offices import Offices
+from .handlers.pending import PendingCalls
+from .handlers.routing import Router
+from .limits.limits import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_MAX_AUTH_FAILURES_PER_IP,
@@ -38,17 +39,16 @@ from .limits import (
     SERVE_MODES,
     ServerLimits,
 )
-from .membership import Membership
-from .office_rules import MAX_IDENTIFIER_LENGTH
-from .offices import Offices
-from .pending import PendingCalls
-from .registry import InMemoryRegistry, OfficeRegistry
-from .request_deadlines import RequestDeadlines
-from .routing import Router
+from .limits.request_deadlines import RequestDeadlines
+from .offices.answers import answer_for
+from .offices.office_rules import MAX_IDENTIFIER_LENGTH
+from .offices.registry import InMemoryRegistry, OfficeRegistry
+from .transport.engine import SocketIOServer, StoppableRedisManager
+from .transport.handshake import VersionGate
 
 with server_extra():  # werkzeug and gunicorn: pip install 'smcp_sync[server]'
-    from .background_http import BackgroundHTTPServer
-    from .gunicorn_runner import GunicornServer, Served
+    from .transport.background_http import BackgroundHTTPServer
+    from .transport.gunicorn_runner import GunicornServer, Served
 
 logger = logging.getLogger(__name__)
 
@@ -326,7 +326,7 @@ def _shared_through_redis(
     if registry is not None or "client_manager" in socketio_options:
         raise ValueError("redis_url sets the registry and the client_manager; pass neither with it")
     try:
-        from .redis_registry import REDIS_TIMEOUT, RedisRegistry
+        from .scale_out.redis_registry import REDIS_TIMEOUT, RedisRegistry
     except ImportError as exc:  # the redis client is an optional extra
         raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
     registry = RedisRegistry(url, prefix=prefix)

@@ -14,7 +14,7 @@ from smcp_sync.connection.session import NotConnectedError, ReconnectPolicy
 from smcp_sync import Agent, Computer
 from smcp_sync.protocol import versioning
 from smcp_sync.protocol.errors import AuthError, VersionMismatchError
-from smcp_sync.server import handshake
+from smcp_sync.server.transport import handshake
 
 pytestmark = pytest.mark.timeout(60)
 

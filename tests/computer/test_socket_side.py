@@ -27,8 +27,8 @@ from smcp_sync.protocol import (
     from_wire,
 )
 from smcp_sync.server import SMCPServer
-from smcp_sync.server.background_http import BackgroundHTTPServer
-from smcp_sync.server.engine import SocketIOServer
+from smcp_sync.server.transport.background_http import BackgroundHTTPServer
+from smcp_sync.server.transport.engine import SocketIOServer
 
 from .helpers import FAST, CallLogs, stdio_config, wait_until
 

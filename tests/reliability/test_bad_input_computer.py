@@ -32,8 +32,8 @@ from smcp_sync.protocol.models import (
     ReadResourceRet,
 )
 from smcp_sync.server.app import DEFAULT_MAX_HTTP_BUFFER_SIZE
-from smcp_sync.server.background_http import BackgroundHTTPServer
-from smcp_sync.server.engine import SocketIOServer
+from smcp_sync.server.transport.background_http import BackgroundHTTPServer
+from smcp_sync.server.transport.engine import SocketIOServer
 
 from .malformed import FUZZ, coded_error, malformed_arguments
 from .parts import TOOL_SERVER, start_computer, tool_server, write_state

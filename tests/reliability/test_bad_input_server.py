@@ -14,7 +14,7 @@ from smcp_sync.protocol import events, from_wire
 from smcp_sync.protocol.conventions import error_from_ack
 from smcp_sync.protocol.errors import BadRequestError
 from smcp_sync.protocol.models import ListRoomRet
-from smcp_sync.server.routing import ROUTED_REQUESTS
+from smcp_sync.server.handlers.routing import ROUTED_REQUESTS
 
 from .malformed import FUZZ, coded_error, malformed_arguments
 from .parts import start_server

@@ -23,7 +23,7 @@ REAPED_WITHIN = 10.0
 
 
 def test_sockets_that_never_connect_a_namespace_are_closed_after_the_handshake_timeout(stack, caplog):
-    caplog.set_level(logging.INFO, logger="smcp_sync.server.engine")
+    caplog.set_level(logging.INFO, logger="smcp_sync.server.transport.engine")
     server = start_server(stack, handshake_timeout=1.0)
     silent = [engineio_websocket(server.url) for _ in range(3)]
     stack.callback(close_all, silent)
@@ -64,7 +64,7 @@ def test_one_address_gets_at_most_max_connections_per_ip(stack, caplog):
     server = start_server(stack, max_connections_per_ip=3)
     hostile = [engineio_websocket(server.url, source="127.0.0.2") for _ in range(3)]
     stack.callback(close_all, hostile)
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.server.engine"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.server.transport.engine"):
         with pytest.raises(websocket.WebSocketBadStatusException) as refusal:
             engineio_websocket(server.url, source="127.0.0.2")
     assert refusal.value.status_code == 401
@@ -88,7 +88,7 @@ def test_an_agent_that_stops_reading_is_dropped_past_its_send_backlog_and_others
 
     careless = joined_websocket(server.url, "agent", "a1", "o1", receive_buffer=16 * 1024)
     stack.callback(close_all, [careless])
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.server.engine"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.server.transport.engine"):
         for ack_id in range(2, 42):  # 40 answers of 256 KiB: far past the backlog and the kernel's buffers
             careless.send(f"42{events.NAMESPACE},{ack_id}" + json.dumps([events.TOOL_CALL, _call("a1", "c1")]))
         assert other.call(events.TOOL_CALL, _call("a2", "c2")) == {"content": [], "isError": False}

@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 import websocket
 
-from smcp_sync.server.limits import SERVE_MODES
+from smcp_sync.server.limits.limits import SERVE_MODES
 
 from .hostile import close_all, closed_by_server, engineio_websocket, half_request
 from .parts import SETUP_TIMEOUT, join_agent

@@ -16,8 +16,8 @@ import os
 import sys
 
 from smcp_sync import SMCPServer
-from smcp_sync.server.engine import StoppableRedisManager
-from smcp_sync.server.redis_registry import REDIS_TIMEOUT, RedisRegistry
+from smcp_sync.server.transport.engine import StoppableRedisManager
+from smcp_sync.server.scale_out.redis_registry import REDIS_TIMEOUT, RedisRegistry
 
 
 def node(url: str, prefix: str | None, node_ttl: float | None) -> SMCPServer:

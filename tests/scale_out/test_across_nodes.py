@@ -24,7 +24,7 @@ from smcp_sync.computer import allow_all
 from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol import ErrorCode, events
 from smcp_sync.protocol.errors import SMCPError
-from smcp_sync.server.limits import SERVE_MODES
+from smcp_sync.server.limits.limits import SERVE_MODES
 
 from .parts import Node, RedisServer, nodes, redis_server
 

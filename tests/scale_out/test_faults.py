@@ -35,7 +35,7 @@ from smcp_sync.connection.session import Connection
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent
-from smcp_sync.server.redis_registry import RedisRegistry
+from smcp_sync.server.scale_out.redis_registry import RedisRegistry
 
 from .parts import RedisServer, nodes, redis_server
 

@@ -15,10 +15,10 @@ import pytest
 from computer.helpers import wait_until
 
 from smcp_sync.protocol.errors import ErrorCode, SMCPError
-from smcp_sync.server.membership import SidLocks
-from smcp_sync.server.office_rules import Session
-from smcp_sync.server.redis_registry import RedisRegistry
-from smcp_sync.server.registry import RegistryListener
+from smcp_sync.server.handlers.membership import SidLocks
+from smcp_sync.server.offices.office_rules import Session
+from smcp_sync.server.scale_out.redis_registry import RedisRegistry
+from smcp_sync.server.offices.registry import RegistryListener
 
 from .parts import redis_server
 

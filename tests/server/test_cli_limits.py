@@ -9,7 +9,7 @@ import websocket
 from reliability.hostile import close_all, closed_by_server, engineio_websocket
 
 from smcp_sync.cli import main
-from smcp_sync.server.limits import SERVE_MODES
+from smcp_sync.server.limits.limits import SERVE_MODES
 
 from .test_cli_server import server_process  # noqa: F401  (the fixture)
 

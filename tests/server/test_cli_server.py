@@ -18,7 +18,7 @@ from smcp_sync.cli import main
 from smcp_sync.connection.session import ReconnectPolicy
 from smcp_sync.protocol.errors import ErrorCode
 from smcp_sync.protocol.events import NAMESPACE
-from smcp_sync.server.limits import SERVE_MODES
+from smcp_sync.server.limits.limits import SERVE_MODES
 
 from .peers import Peer
 

@@ -13,7 +13,7 @@ from smcp_sync.connection.session import Connection, NotConnectedError, Reconnec
 
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import ErrorCode, ForbiddenError, SMCPError
-from smcp_sync.server.answers import answer_with_error_object, answer_with_join_ack
+from smcp_sync.server.offices.answers import answer_with_error_object, answer_with_join_ack
 
 from .payloads import CLIENT_REQUESTS as REQUESTS
 

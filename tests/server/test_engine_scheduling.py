@@ -13,7 +13,7 @@ import websocket
 
 from smcp_sync.protocol import events
 from smcp_sync.server import InMemoryRegistry
-from smcp_sync.server.engine import PING_JITTER
+from smcp_sync.server.transport.engine import PING_JITTER
 
 from .peers import Peer
 

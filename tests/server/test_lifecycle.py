@@ -12,7 +12,7 @@ import pytest
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import ErrorCode
 from smcp_sync.server import SMCPServer
-from smcp_sync.server.background_http import BackgroundHTTPServer
+from smcp_sync.server.transport.background_http import BackgroundHTTPServer
 
 from .payloads import CLIENT_REQUESTS
 from .peers import Peer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from smcp_sync import SMCPServer
-from smcp_sync.server.limits import ServerLimits
+from smcp_sync.server.limits.limits import ServerLimits
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from smcp_sync.protocol.errors import BadRequestError, ErrorCode, ForbiddenError, NotFoundError, OfficeError
 from smcp_sync.server import InMemoryRegistry, Session
-from smcp_sync.server.office_rules import MAX_IDENTIFIER_LENGTH
+from smcp_sync.server.offices.office_rules import MAX_IDENTIFIER_LENGTH
 
 pytestmark = pytest.mark.timeout(30)
 

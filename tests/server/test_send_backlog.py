@@ -6,7 +6,7 @@ import threading
 
 from engineio import packet
 
-from smcp_sync.server.send_backlog import PACKET_OVERHEAD, BacklogQueue
+from smcp_sync.server.limits.send_backlog import PACKET_OVERHEAD, BacklogQueue
 
 
 def message(size: int) -> packet.Packet:

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from smcp_sync.server import SMCPServer
-from smcp_sync.server.gunicorn_runner import SPARE_FILES, GunicornServer
+from smcp_sync.server.transport.gunicorn_runner import SPARE_FILES, GunicornServer
 
 
 def _runner(mode: str, **options: int | float) -> GunicornServer:
@@ -33,7 +33,7 @@ def test_gevent_caps_connections_and_reads_each_head_within_the_header_timeout()
     config = _runner("gevent", connections=12_000, header_timeout=2.5).cfg
     assert config.worker_connections == 12_000
     assert config.keepalive == 3  # gunicorn takes whole seconds
-    assert config.worker_class_str == "smcp_sync.server.gevent_worker.BoundedGeventWorker"
+    assert config.worker_class_str == "smcp_sync.server.transport.gevent_worker.BoundedGeventWorker"
 
 
 def test_gevent_mode_without_gevent_names_the_extra(monkeypatch):
@@ -56,7 +56,7 @@ def test_modes_that_cannot_run_are_refused():
 #: connections; prints the soft limit in force.
 RAISE_LIMIT = """
 import resource
-from smcp_sync.server.gunicorn_runner import SPARE_FILES, _allow_open_files
+from smcp_sync.server.transport.gunicorn_runner import SPARE_FILES, _allow_open_files
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
 _allow_open_files(2000 + SPARE_FILES)

@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Protocol
 
-from ..threads.deadlines import Deadline, Deadlines
+from ...threads.deadlines import Deadline, Deadlines
 
 
 class Outcome(enum.Enum):

@@ -42,11 +42,11 @@ import attrs
 import redis
 from redis.exceptions import RedisError
 
-from ..protocol.errors import InternalError, NotFoundError, SMCPError
-from ..protocol.models import Role
-from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
+from ...protocol.errors import InternalError, NotFoundError, SMCPError
+from ...protocol.models import Role
+from ..offices.office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
+from ..offices.registry import OfficeRegistry, RegistryListener
 from .redis_deployment import deployment_prefix, redacted
-from .registry import OfficeRegistry, RegistryListener
 from .seen_members import SeenMembers
 
 logger = logging.getLogger(__name__)

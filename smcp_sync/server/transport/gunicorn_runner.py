@@ -50,7 +50,7 @@ from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
 from gunicorn.workers.gthread import ThreadWorker
 
-from .request_deadlines import RequestDeadlines
+from ..limits.request_deadlines import RequestDeadlines
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 #: the `gevent` extra).
 WORKER_CLASSES = {
     "threads": f"{__name__}._BoundedThreadWorker",
-    "gevent": "smcp_sync.server.gevent_worker.BoundedGeventWorker",
+    "gevent": "smcp_sync.server.transport.gevent_worker.BoundedGeventWorker",
 }
 #: gthread accepts this many times `threads` connections.
 KEEPALIVE_FACTOR = 2

@@ -30,19 +30,19 @@ from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
 from engineio.socket import Socket as EngineIOSocket
 from socketio import packet
 
-from ..protocol import events
-from ..protocol.errors import AuthError, BadRequestError, ErrorCode, InternalError
-from ..protocol.extensions import advertisement
-from ..threads.deadlines import Deadline, Deadlines
-from ..threads.worker_pool import WorkerPool
-from ..threads.write_at_once import WRITE_AT_ONCE_MAX, room_to_write
-from .admission import ConnectionsPerAddress
-from .answers import refusal_for
-from .auth_failures import AuthFailures
-from .limits import DEFAULT_MAX_SEND_BACKLOG, DEFAULT_MAX_UNAUTHENTICATED_BYTES, ServerLimits
-from .publisher import Publisher
-from .request_deadlines import shutdown_socket
-from .send_backlog import BacklogQueue
+from ...protocol import events
+from ...protocol.errors import AuthError, BadRequestError, ErrorCode, InternalError
+from ...protocol.extensions import advertisement
+from ...threads.deadlines import Deadline, Deadlines
+from ...threads.worker_pool import WorkerPool
+from ...threads.write_at_once import WRITE_AT_ONCE_MAX, room_to_write
+from ..limits.admission import ConnectionsPerAddress
+from ..limits.auth_failures import AuthFailures
+from ..limits.limits import DEFAULT_MAX_SEND_BACKLOG, DEFAULT_MAX_UNAUTHENTICATED_BYTES, ServerLimits
+from ..limits.request_deadlines import shutdown_socket
+from ..limits.send_backlog import BacklogQueue
+from ..offices.answers import refusal_for
+from ..scale_out.publisher import Publisher
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from typing import Any, Callable, Mapping
 
 import socketio
 
-from ..protocol import events
-from ..protocol.codec import to_wire
-from ..protocol.errors import AuthError, ErrorCode, OfficeError
-from ..protocol.events import NAMESPACE
-from ..protocol.models import (
+from ...protocol import events
+from ...protocol.codec import to_wire
+from ...protocol.errors import AuthError, ErrorCode, OfficeError
+from ...protocol.events import NAMESPACE
+from ...protocol.models import (
     EnterOfficeNotification,
     EnterOfficeReq,
     LeaveOfficeNotification,
@@ -28,12 +28,12 @@ from ..protocol.models import (
     ListRoomRet,
     SessionInfo,
 )
-from .answers import parse_payload
-from .auth import AuthProvider
-from .handshake import declared_handshake
-from .office_rules import Session
+from ..auth import AuthProvider
+from ..offices.answers import parse_payload
+from ..offices.office_rules import Session
+from ..offices.registry import RegistryListener
+from ..transport.handshake import declared_handshake
 from .offices import Offices, office_room
-from .registry import RegistryListener
 
 logger = logging.getLogger(__name__)
 

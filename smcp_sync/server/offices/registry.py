@@ -15,8 +15,8 @@ from typing import Any, ContextManager
 
 import attrs
 
-from ..protocol.errors import NotFoundError
-from ..protocol.models import Role
+from ...protocol.errors import NotFoundError
+from ...protocol.models import Role
 from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from ..protocol import events
-from ..protocol.codec import to_wire
-from ..protocol.errors import ForbiddenError
-from ..protocol.models import AgentCallData, UpdateComputerConfigReq
-from .answers import parse_payload
+from ...protocol import events
+from ...protocol.codec import to_wire
+from ...protocol.errors import ForbiddenError
+from ...protocol.models import AgentCallData, UpdateComputerConfigReq
+from ..offices.answers import parse_payload
 from .offices import Offices
 
 logger = logging.getLogger(__name__)

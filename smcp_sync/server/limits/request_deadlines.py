@@ -15,7 +15,7 @@ import logging
 import socket
 import time
 
-from ..threads.deadlines import Deadline, Deadlines
+from ...threads.deadlines import Deadline, Deadlines
 
 logger = logging.getLogger(__name__)
 

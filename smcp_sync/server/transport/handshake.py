@@ -19,10 +19,10 @@ import logging
 from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import parse_qs
 
-from ..protocol import extensions
-from ..protocol.errors import cut_short
-from ..protocol.versioning import ERROR_CODE_HEADER, VERSION_MISMATCH_CODE, VERSION_QUERY_KEY, handshake_refusal
-from .office_rules import Handshake
+from ...protocol import extensions
+from ...protocol.errors import cut_short
+from ...protocol.versioning import ERROR_CODE_HEADER, VERSION_MISMATCH_CODE, VERSION_QUERY_KEY, handshake_refusal
+from ..offices.office_rules import Handshake
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import collections
 
-from ..protocol.models import Role
-from .office_rules import Session
+from ...protocol.models import Role
+from ..offices.office_rules import Session
 
 
 class SeenMembers:

@@ -21,7 +21,7 @@ import gevent
 from gevent.monkey import MonkeyPatchWarning
 from gunicorn.workers.ggevent import GeventWorker
 
-from .request_deadlines import RequestDeadlines
+from ..limits.request_deadlines import RequestDeadlines
 
 
 class BoundedGeventWorker(GeventWorker):

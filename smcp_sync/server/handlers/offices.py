@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.errors import ErrorCode, ForbiddenError, OfficeError
-from ..protocol.events import NAMESPACE
-from .engine import SocketIOServer
-from .office_rules import Session
-from .registry import OfficeRegistry
+from ...protocol.errors import ErrorCode, ForbiddenError, OfficeError
+from ...protocol.events import NAMESPACE
+from ..offices.office_rules import Session
+from ..offices.registry import OfficeRegistry
+from ..transport.engine import SocketIOServer
 
 
 def office_room(office_id: str) -> str:

@@ -10,8 +10,8 @@ from typing import Iterable
 
 import attrs
 
-from ..protocol.errors import BadRequestError, ErrorCode, ForbiddenError, OfficeError
-from ..protocol.models import Role
+from ...protocol.errors import BadRequestError, ErrorCode, ForbiddenError, OfficeError
+from ...protocol.models import Role
 
 #: Longest accepted name / office id: enough for UUIDs and tenant prefixes, bounded so a
 #: peer cannot make every notification carry megabytes.

@@ -14,10 +14,10 @@ import logging
 from concurrent.futures import Future
 from typing import Any, Callable, TypeVar
 
-from ..protocol import events
-from ..protocol.codec import from_wire
-from ..protocol.conventions import join_refusal
-from ..protocol.errors import BadRequestError, ErrorCode, InternalError, SMCPError
+from ...protocol import events
+from ...protocol.codec import from_wire
+from ...protocol.conventions import join_refusal
+from ...protocol.errors import BadRequestError, ErrorCode, InternalError, SMCPError
 from .office_rules import check_identifier_length
 
 logger = logging.getLogger(__name__)

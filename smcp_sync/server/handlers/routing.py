@@ -21,11 +21,11 @@ import math
 from concurrent.futures import Future
 from typing import Any, Callable, Protocol
 
-from ..protocol import events
-from ..protocol.errors import BadRequestError, InternalError, NotFoundError, SMCPError, SMCPTimeoutError
-from ..protocol.events import NAMESPACE
-from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
-from ..protocol.models import (
+from ...protocol import events
+from ...protocol.errors import BadRequestError, InternalError, NotFoundError, SMCPError, SMCPTimeoutError
+from ...protocol.events import NAMESPACE
+from ...protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
+from ...protocol.models import (
     CompleteReq,
     GetBlobReq,
     GetComputerConfigReq,
@@ -39,8 +39,8 @@ from ..protocol.models import (
     ReadResourceReq,
     ToolCallReq,
 )
-from .answers import parse_payload
-from .office_rules import Session
+from ..offices.answers import parse_payload
+from ..offices.office_rules import Session
 from .offices import Offices
 from .pending import Outcome, PendingCalls
 

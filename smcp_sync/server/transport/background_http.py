@@ -17,9 +17,9 @@ from typing import Any
 
 from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
-from .auth import UNDERSCORE_KEY_HEADERS
-from .limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_READ_TIMEOUT
-from .request_deadlines import RequestDeadlines, shutdown_socket
+from ..auth import UNDERSCORE_KEY_HEADERS
+from ..limits.limits import DEFAULT_HEADER_TIMEOUT, DEFAULT_READ_TIMEOUT
+from ..limits.request_deadlines import RequestDeadlines, shutdown_socket
 
 logger = logging.getLogger(__name__)
 
