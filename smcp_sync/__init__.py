@@ -21,8 +21,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports
     from .agent import Agent as Agent
     from .computer import Computer as Computer
-    from .connection.session import NotConnectedError as NotConnectedError
-    from .connection.session import ReconnectPolicy as ReconnectPolicy
+    from .connection import NotConnectedError as NotConnectedError
+    from .connection import ReconnectPolicy as ReconnectPolicy
     from .server import APIKeyAuth as APIKeyAuth
     from .server import AuthProvider as AuthProvider
     from .server import SMCPServer as SMCPServer
