@@ -1,11 +1,16 @@
-"""The package's import graph has no cycle and its wings depend one way (issue 22,
-docs/ARCHITECTURE.md "Layers"). Every import statement counts, also those inside
+"""The package's import graph has no cycle, and each part imports only what the layers
+tables of docs/ARCHITECTURE.md ("Layers") allow it: the packages, the Computer's wings,
+the Server's wings (issues 22 and 35). Every import statement counts, also those inside
 functions and under TYPE_CHECKING: a cycle hidden there is still one a reader must untangle."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+from typing import NamedTuple
+
+import pytest
 
 import smcp_sync
 
@@ -94,34 +99,93 @@ def test_the_cycle_finder_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-#: Who may not import whom among the Computer's wings (docs/ARCHITECTURE.md, "Layers").
-WINGS = ("config", "mcp", "tools", "channels")
-FORBIDDEN = {
-    "config": {"mcp", "tools", "channels", "socket_side", "computer"},
-    "mcp": {"tools", "channels", "socket_side", "computer"},
-    "tools": {"channels", "socket_side", "computer"},
-    "channels": {"tools", "socket_side", "computer"},
-}
+#: The Layers section of docs/ARCHITECTURE.md: its tables say what each part of the package,
+#: of the Computer and of the Server may import, and this test reads them, so the document
+#: and the test are one fact.
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md"
 
 
-def wing_of(module: str) -> str | None:
-    parts = module.split(".")
-    if parts[:2] != ["smcp_sync", "computer"] or len(parts) < 3:
+class Table(NamedTuple):
+    """One layers table: the package it divides (`scope`) and, per part (a subpackage or a
+    module directly in it), the parts of the same package it may import (None: any)."""
+
+    scope: str
+    imports: dict[str, frozenset[str] | None]
+
+
+def ticked(cell: str) -> list[str]:
+    """The names in backticks in a table cell, as parts: `computer/config/` is `config`,
+    `app.py` is `app`."""
+    return [name.rstrip("/").rpartition("/")[2].removesuffix(".py") for name in re.findall(r"`([^`]+)`", cell)]
+
+
+def layers_tables(text: str) -> list[Table]:
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    tables = []
+    for block in re.findall(r"(?:^\|.*\|\n)+", section + "\n", flags=re.MULTILINE):
+        header, _rule, *rows = (line.strip("|").split("|") for line in block.splitlines())
+        scope = ".".join(["smcp_sync", *ticked(header[0])])
+        imports: dict[str, frozenset[str] | None] = {}
+        for part_cell, _holds, imports_cell in rows:
+            allowed = None if imports_cell.strip() == "everything" else frozenset(ticked(imports_cell))
+            imports.update(dict.fromkeys(ticked(part_cell), allowed))
+        tables.append(Table(scope, imports))
+    return tables
+
+
+def part_of(module: str, scope: str) -> str | None:
+    if module == scope:
+        return "__init__"
+    if not module.startswith(scope + "."):
         return None
-    return parts[2]
+    return module[len(scope) + 1 :].split(".")[0]
 
 
-def test_the_computer_wings_depend_one_way() -> None:
-    wrong = sorted(
-        f"{module} imports {target}"
-        for module, targets in import_graph().items()
-        for target in targets
-        if (wing := wing_of(module)) in FORBIDDEN and wing_of(target) in FORBIDDEN[wing]
-    )
-    assert wrong == []
+def violations(graph: dict[str, set[str]], tables: list[Table]) -> list[str]:
+    """Every import of a part against its table, and every part its table does not name."""
+    wrong = []
+    for table in tables:
+        for module, targets in graph.items():
+            source = part_of(module, table.scope)
+            if source is None:
+                continue
+            if source not in table.imports:
+                wrong.append(f"{module}: {source} has no row in the table of {table.scope}")
+                continue
+            allowed = table.imports[source]
+            for target in sorted(targets):
+                other = part_of(target, table.scope)
+                if other not in (None, source) and allowed is not None and other not in allowed:
+                    wrong.append(f"{module} imports {target}: {source} may not import {other}")
+    return wrong
 
 
-def test_the_computer_top_level_stays_small() -> None:
-    top = [p.name for p in (PACKAGE / "computer").iterdir() if p.suffix == ".py"]
-    assert len(top) <= 10, top
-    assert {p.name for p in (PACKAGE / "computer").iterdir() if p.is_dir() and p.name != "__pycache__"} == set(WINGS)
+TABLES = layers_tables(ARCHITECTURE.read_text(encoding="utf-8"))
+
+
+def test_the_architecture_has_a_layers_table_per_divided_package() -> None:
+    assert [table.scope for table in TABLES] == ["smcp_sync", "smcp_sync.computer", "smcp_sync.server"]
+
+
+def test_every_part_imports_only_what_the_layers_tables_allow() -> None:
+    assert violations(import_graph(), TABLES) == []
+
+
+def test_a_wing_importing_against_the_order_fails() -> None:
+    server = {"smcp_sync.server.offices.registry": {"smcp_sync.server.transport.engine"}}
+    computer = {"smcp_sync.computer.config.inputs": {"smcp_sync.computer.mcp.manager"}}
+    unlisted = {"smcp_sync.server.stray": {"smcp_sync.server.auth"}}
+    assert violations(server, TABLES) == [
+        "smcp_sync.server.offices.registry imports smcp_sync.server.transport.engine: offices may not import transport"
+    ]
+    assert len(violations(computer, TABLES)) == 1
+    assert violations(unlisted, TABLES) == ["smcp_sync.server.stray: stray has no row in the table of smcp_sync.server"]
+
+
+@pytest.mark.parametrize("table", TABLES, ids=lambda table: table.scope)
+def test_top_levels_stay_small(table: Table) -> None:
+    folder = PACKAGE.parent.joinpath(*table.scope.split("."))
+    modules = [p.name for p in folder.iterdir() if p.suffix == ".py"]
+    packages = {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
+    assert len(modules) <= 10, modules
+    assert packages <= set(table.imports), packages
