@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", *sorted((REPO / "examples").rglob("README.md")), *sorted((REPO / "examples").rglob("*.ipynb"))]
+DOCS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").rglob("*.md")),
+    *sorted((REPO / "examples").rglob("README.md")),
+    *sorted((REPO / "examples").rglob("*.ipynb")),
+]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
@@ -21,6 +26,37 @@ def test_install_commands_install_from_the_repository(doc: Path) -> None:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_cited_spec_files_are_not_presented_as_repository_paths(doc: Path) -> None:
+    if doc == REPO / "docs" / "specification.md":
+        pytest.skip("the page that says what the spec/ prefix stands for and where it is")
     text = doc.read_text(encoding="utf-8")
     cited = re.findall(r"`(spec/[\w./-]+)`", text)
     assert [path for path in cited if not (REPO / path).exists()] == []
+
+
+SPECIFICATION = REPO / "docs" / "specification.md"
+#: `spec/NAME` (the v0.2.0 draft) and `spec-0.3/NAME` (the 0.3.0 documents and what 0.4 adds).
+SPEC_CITATION = re.compile(r"\b(spec(?:-0\.3)?)/([\w./-]*[\w/])")
+
+
+def spec_citations() -> set[tuple[str, str]]:
+    """(prefix, document) of every citation of the A2C-SMCP documents in the package, the
+    tests and the docs."""
+    sources = [*(REPO / "smcp_sync").rglob("*.py"), *(REPO / "tests").rglob("*.py"), *(REPO / "tests").rglob("*.md")]
+    sources += [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    return {match.groups() for source in sources for match in SPEC_CITATION.finditer(source.read_text(encoding="utf-8"))}
+
+
+def test_the_specification_page_says_where_every_cited_document_is() -> None:
+    """The code cites the protocol's documents by two prefixes; docs/specification.md names
+    the version each prefix stands for, the public repository and the published pages,
+    and every document cited; README links to it."""
+    page = SPECIFICATION.read_text(encoding="utf-8")
+    assert "A2C-SMCP protocol 0.4.0" in page.replace("*", "")
+    assert "https://github.com/A2C-SMCP/a2c-smcp-protocol" in page
+    for version in ("0.2.0", "0.3.0", "0.4.0"):
+        assert f"https://a2c-smcp.github.io/a2c-smcp-protocol/{version}/" in page
+    cited = spec_citations()
+    assert {prefix for prefix, _ in cited} == {"spec", "spec-0.3"} and len(cited) > 15
+    named = {(prefix, document) for prefix, document in cited if f"`{prefix}/" in page and document.split("/")[-1] in page}
+    assert cited - named == set(), "docs/specification.md names every document the code cites"
+    assert "(docs/specification.md)" in (REPO / "README.md").read_text(encoding="utf-8")
