@@ -60,3 +60,16 @@ def test_the_specification_page_says_where_every_cited_document_is() -> None:
     named = {(prefix, document) for prefix, document in cited if f"`{prefix}/" in page and document.split("/")[-1] in page}
     assert cited - named == set(), "docs/specification.md names every document the code cites"
     assert "(docs/specification.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_links_lead_to_files_and_headings_that_exist() -> None:
+    """README's links into the docs (mkdocs checks the links between the pages, not README's):
+    each names a file of the repository, and a `#fragment` a heading of that file."""
+    links = re.findall(r"\]\(([^)#:]+)(?:#([\w-]+))?\)", (REPO / "README.md").read_text(encoding="utf-8"))
+    assert len(links) > 15
+    for target, fragment in links:
+        assert (REPO / target).is_file(), target
+        if fragment:
+            headings = re.findall(r"^#+ (.+)$", (REPO / target).read_text(encoding="utf-8"), re.MULTILINE)
+            slugs = {re.sub(r"[^\w\- ]", "", heading).strip().lower().replace(" ", "-") for heading in headings}
+            assert fragment in slugs, (target, fragment)
