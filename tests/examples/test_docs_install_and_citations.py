@@ -73,3 +73,23 @@ def test_the_readme_links_lead_to_files_and_headings_that_exist() -> None:
             headings = re.findall(r"^#+ (.+)$", (REPO / target).read_text(encoding="utf-8"), re.MULTILINE)
             slugs = {re.sub(r"[^\w\- ]", "", heading).strip().lower().replace(" ", "-") for heading in headings}
             assert fragment in slugs, (target, fragment)
+
+
+def test_the_benchmark_findings_and_runs_cited_are_in_benchmarks_readme() -> None:
+    """Code comments, tests and docs cite "benchmarks/README.md, Findings 5", "run G",
+    "capacity": the findings stay there (docs/decisions.md shows them from there), so each
+    cited finding and run is a heading of that file."""
+    benchmarks = (REPO / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^#+ (.+)$", benchmarks, re.MULTILINE)
+    sources = [*(REPO / "smcp_sync").rglob("*.py"), *(REPO / "tests").rglob("*.py"), REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    text = "\n".join(source.read_text(encoding="utf-8") for source in sources)
+    citations = re.findall(r"benchmarks/README\.md`?,? \(?(Findings \d+(?: and \d+)?|runs? [A-Z](?: and [A-Z])?\b|capacity)", text)
+    assert len(citations) > 10
+    for citation in citations:
+        kind, _, names = citation.partition(" ")
+        if kind == "capacity":
+            assert any("capacity" in heading for heading in headings)
+        for name in names.split(" and ") if names else ():
+            wanted = f"{name}. " if kind == "Findings" else f"Run {name} "
+            assert any(heading.startswith(wanted) for heading in headings), citation
+    assert "<!-- --8<-- [start:findings]" in benchmarks.split("## Findings", 1)[1][:200]
