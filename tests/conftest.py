@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 import psutil
 import pytest
@@ -67,12 +68,46 @@ BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/")
 TESTS = Path(__file__).resolve().parent
 
 
+#: Tests skipped by each switch in this session, by mark (the summary line says so).
+_SKIPPED_BY_SHARE: Counter[str] = Counter()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         _mark_by_path(item)
         reason = _skip_reason(item)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
+            _SKIPPED_BY_SHARE[next(m for m, s in SKIP_SWITCHES.items() if reason.startswith(f"{s}="))] += 1
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under tox, one line before pytest's own summary: which shares this environment ran
+    and which it skipped, with how many tests (.ci/run prints it for each environment)."""
+    line = share_summary(_SKIPPED_BY_SHARE, os.environ)
+    if line is not None:
+        terminalreporter.write_line(line)
+
+
+def share_summary(skipped: Mapping[str, int], environ: Mapping[str, str]) -> str | None:
+    """"tox shares (tox.ini): ran ...; skipped ..." for the switches set in `environ`
+    (None when none is: every test runs), `skipped` counting the tests each one skipped."""
+    if not any(switch in environ for switch in SKIP_SWITCHES.values()):
+        return None
+    ran, left = ["the core"], []
+    for marker, switch in SKIP_SWITCHES.items():
+        value = environ.get(switch)
+        number = skipped.get(marker, 0)
+        count = f"{switch}={value}: {number} test{'' if number == 1 else 's'}"
+        if value == "skip":
+            left.append(f"{marker} ({count})")
+        elif marker == "edges" and value in EDGE_SUITES:
+            other = " and ".join(repr(share) for share in EDGE_SUITES if share != value)
+            ran.append(f"the {value!r} share of edges")
+            left.append(f"the {other} share of edges ({count})")
+        else:
+            ran.append(marker)
+    return f"tox shares (tox.ini): ran {', '.join(ran)}; skipped {', '.join(left) or 'nothing'}"
 
 
 def _mark_by_path(item: pytest.Item) -> None:

@@ -1,11 +1,13 @@
-"""Every ```python block of README.md and of the examples' READMEs runs as written,
-against real parts: the blocks of one README in document order in one namespace, as a
-reader pastes them into one session. A block that cannot run on its own says so in the
-Markdown, on the line before its fence (`<!-- not-run: why -->`); such blocks are
-counted with the others in `EXPECTED`, so that none drops out unnoticed.
+"""Every ```python block of the documentation runs as written, against real parts:
+README.md, the site's pages (docs/**/*.md) and the examples' READMEs. The blocks of one
+file run in document order in one namespace, as a reader pastes them into one session.
+A block that cannot run on its own says so in the Markdown, on the line before its
+fence (`<!-- not-run: why -->`); such blocks are counted with the others in `EXPECTED`,
+which lists every file, so that no file or block drops out unnoticed.
 
-The README reaches the demo (`smcp-sync demo --serve --port 8000`) at its documented
-URL; here the demo runs on a free port, and that one literal is rewritten to its URL."""
+A page that reaches the demo (`smcp-sync demo --serve --port 8000`) names its documented
+URL; here the demo runs on a free port, and that one literal is rewritten to its URL.
+The demo is started only for the files that name it."""
 
 from __future__ import annotations
 
@@ -28,16 +30,44 @@ from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.demo.stage import DemoStage, StageSettings
 
 REPO = Path(__file__).resolve().parents[1]
-READMES = [REPO / "README.md", *sorted((REPO / "examples").rglob("README.md"))]
+#: Every Markdown file whose code blocks are documentation a reader runs.
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "examples").rglob("README.md"))]
 #: Where the README says the demo listens; rewritten to the started demo's URL.
 DEMO_URL = "http://127.0.0.1:8000"
 BLOCK_TIMEOUT = 30.0
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.+?)\s*-->")
 
-#: README -> (blocks that run, blocks marked not-run). Adding or removing a block
-#: means updating this line, so no block leaves the test silently.
+#: File -> (blocks that run, blocks marked not-run). Adding a page or adding or removing
+#: a block means updating this table, so no block leaves the test silently.
 EXPECTED = {
-    "README.md": (7, 3),
+    "README.md": (1, 0),
+    "docs/ARCHITECTURE.md": (0, 0),
+    "docs/agent.md": (3, 0),
+    "docs/cli.md": (0, 0),
+    "docs/computer/blobs.md": (1, 0),
+    "docs/computer/config.md": (0, 0),
+    "docs/computer/index.md": (0, 0),
+    "docs/computer/inputs.md": (0, 0),
+    "docs/computer/oauth.md": (0, 1),
+    "docs/computer/skills.md": (0, 0),
+    "docs/decisions.md": (0, 0),
+    "docs/development.md": (0, 0),
+    "docs/index.md": (0, 0),
+    "docs/quick-start.md": (4, 0),
+    "docs/reference/agent.md": (0, 0),
+    "docs/reference/codec.md": (0, 0),
+    "docs/reference/computer.md": (0, 0),
+    "docs/reference/errors.md": (0, 0),
+    "docs/reference/index.md": (0, 0),
+    "docs/reference/models.md": (0, 0),
+    "docs/reference/server.md": (0, 0),
+    "docs/server/deployment.md": (0, 1),
+    "docs/server/scale-out.md": (0, 0),
+    "docs/server/security.md": (0, 0),
+    "docs/specification.md": (0, 0),
+    "docs/wire/compatibility.md": (0, 0),
+    "docs/wire/handshake-and-auth.md": (0, 1),
+    "docs/wire/index.md": (0, 0),
     "examples/README.md": (0, 0),
     "examples/computer_config/README.md": (0, 0),
     "examples/django_project/README.md": (0, 0),
@@ -48,44 +78,44 @@ EXPECTED = {
 
 @dataclass(frozen=True)
 class Block:
-    readme: str
+    doc: str
     line: int  # of the opening fence, 1-based
     code: str
     not_run: str | None  # the marker's reason
 
     @property
     def where(self) -> str:
-        return f"{self.readme}:{self.line}"
+        return f"{self.doc}:{self.line}"
 
 
-def python_blocks(readme: Path) -> list[Block]:
-    """The ```python blocks of `readme`, in order; other fenced blocks are skipped whole."""
-    lines = readme.read_text(encoding="utf-8").splitlines()
+def python_blocks(doc: Path) -> list[Block]:
+    """The ```python blocks of `doc`, in order; other fenced blocks are skipped whole."""
+    lines = doc.read_text(encoding="utf-8").splitlines()
     blocks, index = [], 0
     while index < len(lines):
         fence = lines[index].strip()
         if fence.startswith("```"):
             end = next((i for i in range(index + 1, len(lines)) if lines[i].strip() == "```"), None)
-            assert end is not None, f"{readme.name}:{index + 1}: a fence that is never closed"
+            assert end is not None, f"{doc.name}:{index + 1}: a fence that is never closed"
             if fence[3:].strip() == "python":
                 before = next((line.strip() for line in reversed(lines[:index]) if line.strip()), "")
                 marker = NOT_RUN.fullmatch(before)
                 code = textwrap.dedent("\n".join(lines[index + 1 : end]) + "\n")  # a fence in a list is indented
-                blocks.append(Block(str(readme.relative_to(REPO)), index + 1, code, marker and marker.group(1)))
+                blocks.append(Block(str(doc.relative_to(REPO)), index + 1, code, marker and marker.group(1)))
             index = end
         index += 1
     return blocks
 
 
-def test_every_readme_is_listed() -> None:
-    assert sorted(str(readme.relative_to(REPO)) for readme in READMES) == sorted(EXPECTED)
+def test_every_doc_is_listed() -> None:
+    assert sorted(str(doc.relative_to(REPO)) for doc in DOCS) == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("readme", sorted(EXPECTED))
-def test_block_counts(readme: str) -> None:
-    blocks = python_blocks(REPO / readme)
+@pytest.mark.parametrize("doc", sorted(EXPECTED))
+def test_block_counts(doc: str) -> None:
+    blocks = python_blocks(REPO / doc)
     counted = (sum(b.not_run is None for b in blocks), sum(b.not_run is not None for b in blocks))
-    assert counted == EXPECTED[readme], [(b.where, b.not_run) for b in blocks]
+    assert counted == EXPECTED[doc], [(b.where, b.not_run) for b in blocks]
 
 
 def run_block(block: Block, names: dict[str, Any]) -> None:
@@ -120,27 +150,55 @@ def close_everything(names: dict[str, Any]) -> None:
 
 @pytest.mark.timeout(180)
 @pytest.mark.usefixtures("no_leaks")
-@pytest.mark.parametrize("readme", [name for name, (runs, _) in EXPECTED.items() if runs])
-def test_the_blocks_run_in_order(readme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("doc", [name for name, (runs, _) in EXPECTED.items() if runs])
+def test_the_blocks_run_in_order(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the blocks write files into the current folder
-    blocks = [block for block in python_blocks(REPO / readme) if block.not_run is None]
+    blocks = [block for block in python_blocks(REPO / doc) if block.not_run is None]
     names: dict[str, Any] = {"__name__": "__main__"}
-    with DemoStage(StageSettings()) as demo, contextlib.redirect_stdout(io.StringIO()):
-        demo.release_agent()  # as `smcp-sync demo --serve` does: the office takes one Agent
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        url = DEMO_URL
+        if any(DEMO_URL in block.code for block in blocks):
+            demo = stack.enter_context(DemoStage(StageSettings()))
+            demo.release_agent()  # as `smcp-sync demo --serve` does: the office takes one Agent
+            url = demo.url
         try:
             for block in blocks:
-                run_block(Block(block.readme, block.line, block.code.replace(DEMO_URL, demo.url), None), names)
+                run_block(Block(block.doc, block.line, block.code.replace(DEMO_URL, url), None), names)
         finally:
             close_everything(names)
+
+
+#: README's way to an active virtualenv, which both commands assume (PEP 668).
+VENV_COMMAND = "python3 -m venv .venv && . .venv/bin/activate"
+
+
+def the_two_commands_blocks() -> list[list[str]]:
+    """The lines of the ```bash blocks of README's "The two commands": the virtualenv,
+    then the two commands."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    return [block.splitlines() for block in re.findall(r"```bash\n(.*?)```", section, re.DOTALL)]
+
+
+@pytest.mark.once
+@pytest.mark.timeout(120)
+def test_the_virtualenv_line_gives_an_active_virtualenv(tmp_path: Path) -> None:
+    """The line README puts before the two commands makes a virtualenv and activates it:
+    `pip` and `python` are then the virtualenv's (a PEP 668 system's are refused)."""
+    shell = f"{VENV_COMMAND} && python -c 'import sys; print(sys.prefix)' && command -v pip"
+    done = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=100)
+    assert done.returncode == 0, done.stderr
+    prefix, pip = done.stdout.split()
+    assert Path(prefix) == tmp_path / ".venv" and Path(pip) == tmp_path / ".venv" / "bin" / "pip"
 
 
 def test_the_two_commands_are_what_they_say() -> None:
     """`pip install '.[server]' && smcp-sync demo` and `bash .ci/run`: the extra and the
     command exist, and the CI script runs the tox matrix it names (the demo itself runs
     in tests/cli/test_demo.py)."""
-    section = (REPO / "README.md").read_text(encoding="utf-8").split("## The two commands", 1)[1]
-    commands = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1)
-    assert [line.split("#")[0].strip() for line in commands.splitlines()] == [
+    venv, commands = the_two_commands_blocks()
+    assert venv == [VENV_COMMAND]
+    assert [line.split("#")[0].strip() for line in commands] == [
         "pip install '.[server]' && smcp-sync demo",
         "bash .ci/run",
     ]

@@ -8,7 +8,7 @@ changing and going, and their stock async Server (uvicorn) with its default auth
 where that Server reads it by default (`OfficialPeer.server_auth`: 0.4.2 ``auth.token``;
 0.1.6's harness Server ``auth.access_token``, as its stock provider refuses every WSGI
 client) and, for 0.4.2, passes its version gate. Wire facts: `tests/interop/WIRE_NOTES.md`
-and `WIRE_NOTES_0.4.2.md`; what cannot interoperate is in the README's interop matrix.
+and `WIRE_NOTES_0.4.2.md`; what cannot interoperate is in the interop matrix of docs/wire/compatibility.md.
 """
 
 from __future__ import annotations

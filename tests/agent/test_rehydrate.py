@@ -1,4 +1,4 @@
-"""Blobs that arrive by themselves (README, "Blobs that arrive by themselves"): through a
+"""Blobs that arrive by themselves (docs/computer/blobs.md): through a
 real Server, a Computer with a real MCP server answers a large image and a large skill
 file with blob handles, and the Agent fills them in before returning — unless the call
 or the Agent opts out, or the answer is over the cap."""

@@ -1,4 +1,4 @@
-"""Credentials that change (README, "Credentials that change"): `auth=` given as a callable
+"""Credentials that change (docs/wire/handshake-and-auth.md): `auth=` given as a callable
 is asked again at every reconnect, so an Agent and a Computer follow a Server that rotates
 its key; given as a dict they keep presenting the old key and are refused."""
 

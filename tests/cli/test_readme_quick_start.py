@@ -1,5 +1,6 @@
-"""The README's Quick start runs as written: its Server, Computer, Agent and Closing
-blocks executed in order in one namespace, as a user pastes them into one session."""
+"""The Quick start (docs/quick-start.md) runs as written: its Server, Computer, Agent and
+Closing blocks executed in order in one namespace, as a user pastes them into one session,
+printing what their comments say."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import pytest
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.usefixtures("no_leaks")]
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+QUICK_START = Path(__file__).resolve().parents[2] / "docs" / "quick-start.md"
 
 
 def quick_start_blocks() -> list[tuple[str, str]]:
-    """(heading, code) of every Python block between "## Quick start" and its Desktop part."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Quick start", 1)[1].split("### Desktop and Finder", 1)[0]
+    """(heading, code) of every Python block of the section that runs them in one session."""
+    text = QUICK_START.read_text(encoding="utf-8")
+    section = text.split("## Server, Computer and Agent in one session", 1)[1].split("\n## ", 1)[0]
     blocks, heading = [], ""
     for part in re.split(r"(^### [^\n]*$|```python\n.*?```)", section, flags=re.MULTILINE | re.DOTALL):
         if part.startswith("### "):
@@ -36,7 +37,7 @@ def test_the_quick_start_blocks_run_in_order() -> None:
     try:
         with contextlib.redirect_stdout(printed):
             for heading, code in blocks:
-                exec(compile(code, f"README.md (Quick start, {heading})", "exec"), names)
+                exec(compile(code, f"docs/quick-start.md ({heading})", "exec"), names)
     finally:
         with contextlib.suppress(Exception):  # a block that failed left these to close
             names["computer"].close()

@@ -1,5 +1,5 @@
 """Inputs from the environment, the keyring and earlier answers, and changed at runtime
-(README, "Inputs from the environment, the keyring and earlier answers"): a2c-smcp
+(docs/computer/inputs.md): a2c-smcp
 0.4.2's names and places, with real parts — a real keyring backend (keyrings.alt's file
 backend), real MCP servers restarted by `set_input`, a real Server and Agent."""
 

@@ -1,4 +1,4 @@
-"""OAuth for remote MCP servers (README, "OAuth for remote MCP servers"), with real parts: a
+"""OAuth for remote MCP servers (docs/computer/oauth.md), with real parts: a
 streamable HTTP (and an SSE) MCP server protected by the `mcp` SDK's server auth support, and the
 tests' own authorization server (authorization_server.py); the user's browser is an HTTP
 client following the authorization URL. One of each per module; the scenario runs in order.

@@ -1,4 +1,4 @@
-"""`smcp-sync authorize` refused (README, "OAuth for remote MCP servers", "From a terminal":
+"""`smcp-sync authorize` refused (docs/computer/oauth.md, "From a terminal":
 exit 1 if refused), as a process, with test_oauth.py's real parts: the user denies at the
 authorization server, or it refuses the client's secret. Either way the command exits 1
 with one line on stderr naming the server, and no secret, code or token anywhere.

@@ -1,5 +1,4 @@
-"""The client credentials modes beyond test_oauth_modes.py (README, "OAuth for remote MCP
-servers"), with the same real parts: a JWT signed by each RS* algorithm (and ES384) with a
+"""The client credentials modes beyond test_oauth_modes.py (docs/computer/oauth.md), with the same real parts: a JWT signed by each RS* algorithm (and ES384) with a
 key made here; a key that cannot sign its algorithm refused when configured; and a scope
 step-up — an MCP server answering a call 403 ``insufficient_scope`` naming a wider scope
 (tests/mcp_servers/oauth_server.py ``--step-up``), which a client credentials grant obtains

@@ -1,4 +1,4 @@
-"""The oauth block's other modes (README, "OAuth for remote MCP servers"), with the real parts
+"""The oauth block's other modes (docs/computer/oauth.md), with the real parts
 of test_oauth.py: the client credentials grant (a secret, or a signed JWT), confidential
 pre-registered clients (client_secret_basic / client_secret_post, as the authorization
 server offers), a client named by its metadata document's https URL (CIMD), and the

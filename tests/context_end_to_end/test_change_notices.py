@@ -45,7 +45,7 @@ def test_a_relisting_that_fails_is_retried_and_the_new_document_shows(tmp_path: 
 
 
 def test_a_slow_relisting_of_one_server_does_not_hold_up_another(tmp_path: Path) -> None:
-    """README's read-your-writes for the Finder while another server is being listed
+    """The read-your-writes of the Finder (docs/computer/index.md) while another server is being listed
     again for longer than a tool's answer ever waits (`SETTLE_WAIT`, 5 s)."""
     slow, notes = tmp_path / "slow.json", tmp_path / "notes.json"
     servers = [resource_config("slow", slow, []), resource_config("notes", notes, NOTES)]

@@ -1,12 +1,16 @@
 """tox.ini shares the suites out over its environments through tests/conftest.py's
-switches; whatever a test's marks and path, one of py310-py313 runs it (README,
-Development: every test runs at least once per tox run)."""
+switches; whatever a test's marks and path, one of py310-py313 runs it (docs/development.md:
+every test runs at least once per tox run), and each environment says which shares it ran."""
 
 from __future__ import annotations
 
 import configparser
 import itertools
+import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +90,45 @@ def test_the_oldest_and_newest_run_the_path_shares_and_the_middle_ones_the_core(
 def test_the_suites_named_for_a_share_exist() -> None:
     named = [*itertools.chain.from_iterable(conftest.EDGE_SUITES.values()), *conftest.BRACKET_SUITES]
     assert [name for name in named if not (conftest.TESTS / name).exists()] == []
+
+
+def test_each_environment_says_which_shares_it_ran_and_skipped() -> None:
+    """The line tests/conftest.py writes under tox for each environment (.ci/run prints it
+    beside the pytest summary): the middle interpreters skip the most, and say why."""
+    counts = {"interop": 150, "once": 40, "edges": 300, "brackets": 700}
+    lines = {env: conftest.share_summary(counts, switches) for env, switches in tox_switches().items()}
+    assert lines["py311"] == (
+        "tox shares (tox.ini): ran the core, interop; skipped once (SMCP_ONCE=skip: 40 tests), "
+        "edges (SMCP_EDGES=skip: 300 tests), brackets (SMCP_BRACKETS=skip: 700 tests)"
+    )
+    assert lines["py313"] == (
+        "tox shares (tox.ini): ran the core, once, the 'newest' share of edges, brackets; "
+        "skipped interop (SMCP_INTEROP=skip: 150 tests), the 'oldest' share of edges (SMCP_EDGES=newest: 300 tests)"
+    )
+    assert lines["py310"].startswith("tox shares (tox.ini): ran the core, the 'oldest' share of edges, brackets; ")
+    assert conftest.share_summary(counts, {}) is None  # outside tox every test runs: no line
+
+
+def test_pytest_prints_the_shares_line_before_its_summary(tmp_path: Path) -> None:
+    """The hook in a real pytest session, and .ci/summary reading its log as tox writes it."""
+    environment = {**os.environ, "SMCP_INTEROP": "skip", "SMCP_ONCE": "skip", "SMCP_EDGES": "newest", "SMCP_BRACKETS": "run"}
+    chosen = "tests/house/test_tox_shares.py::test_the_suites_named_for_a_share_exist"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", chosen],
+        cwd=REPO, capture_output=True, text=True, timeout=100, env=environment,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-2].startswith("tox shares (tox.ini): ran the core, the 'newest' share of edges, brackets; skipped interop")
+    assert lines[-1].startswith("1 passed")
+
+    log = tmp_path / ".tox" / "py313" / "log" / "4-commands[0].log"
+    log.parent.mkdir(parents=True)
+    log.write_text(run.stdout, encoding="utf-8")
+    started = tmp_path / "started"  # .ci/run's marker, made before tox ran: the log is newer
+    started.touch()
+    os.utime(started, (time.time() - 60, time.time() - 60))
+    summary = subprocess.run(["bash", str(REPO / ".ci" / "summary"), str(tmp_path / ".tox"), str(started)],
+                             capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stdout.splitlines() == [f"py313 {lines[-2].removeprefix('tox ')}", f"py313: {lines[-1]}"]

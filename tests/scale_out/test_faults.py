@@ -1,5 +1,5 @@
 """Faults under a running scale-out, with real parts: a `redis-server`, Server nodes as
-processes, our clients. After each fault the invariants of README's Scale-out section
+processes, our clients. After each fault the invariants of docs/server/scale-out.md
 must hold again within a bound, and some hold throughout:
 
 * at most one Agent per office across nodes (sampled from Redis during the fault);

@@ -22,7 +22,7 @@ def _runner(mode: str, **options: int | float) -> GunicornServer:
 
 
 def test_gthread_accepts_twice_threads_past_gunicorns_default_of_1000():
-    """README, Deployment: `--threads` caps the connections served at once, gunicorn
+    """docs/server/deployment.md: `--threads` caps the connections served at once, gunicorn
     accepts twice as many (it left its own 1,000 in place: 1,002 of 3,000 connected)."""
     config = _runner("threads", threads=3000).cfg
     assert (config.threads, config.worker_connections) == (3000, 6000)
@@ -65,7 +65,7 @@ print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)
 
 
 def test_the_worker_raises_its_open_files_limit_for_its_connections():
-    """README, Deployment: the usual soft limit (1,024) would refuse connections long
+    """docs/server/deployment.md: the usual soft limit (1,024) would refuse connections long
     before gevent's 10,000."""
     out = subprocess.run([sys.executable, "-c", RAISE_LIMIT], capture_output=True, text=True, timeout=60, check=True)
     soft, hard = (int(value) for value in out.stdout.split())

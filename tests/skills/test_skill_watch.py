@@ -1,4 +1,4 @@
-"""Skills that announce changes (README, "Skills that announce changes"): a package written
+"""Skills that announce changes (docs/computer/skills.md): a package written
 into the user skills folder reaches a peer Agent as `notify:update_skills`, through a real
 Server, with the new skill listed; watched by watchdog, or polled without it. close()
 stops the watcher's threads (no_leaks)."""

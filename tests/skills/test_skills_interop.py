@@ -76,7 +76,7 @@ def test_their_agent_reads_our_computers_skills(their_python: Path, skill_server
 
 
 def test_their_agent_hears_our_user_skills_folder_change(their_python: Path, tmp_path: Path) -> None:
-    """README, Skills that announce changes: a package written into our Computer's watched
+    """docs/computer/skills.md, Skills that announce changes: a package written into our Computer's watched
     folder reaches their Agent as notify:update_skills, and their get_skills lists it."""
     user = tmp_path / "user"
     user.mkdir()
