@@ -157,7 +157,9 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
             raise
 
     def close(self) -> None:
-        """Disconnect and stop every thread the Agent started. Idempotent."""
+        """Cancel the tool calls waiting for their answers, disconnect and stop every
+        thread the Agent started. Idempotent."""
+        self._tool_calls.cancel_in_flight()
         self._connection.close()
         self._tool_calls.close()
         self._refresher.close(CALLBACK_STOP_TIMEOUT)
