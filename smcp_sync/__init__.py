@@ -21,6 +21,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports
     from .agent import Agent as Agent
     from .computer import Computer as Computer
+    from .connection.session import ForkedConnectionError as ForkedConnectionError
     from .connection.session import NotConnectedError as NotConnectedError
     from .connection.session import ReconnectPolicy as ReconnectPolicy
     from .server import APIKeyAuth as APIKeyAuth
@@ -33,8 +34,9 @@ _LAZY = {
     "AuthProvider": ".server",
     "Computer": ".computer",
     "Agent": ".agent",
-    "NotConnectedError": ".connection",
-    "ReconnectPolicy": ".connection",
+    "NotConnectedError": ".connection.session",
+    "ForkedConnectionError": ".connection.session",
+    "ReconnectPolicy": ".connection.session",
 }
 
 __all__ = ["__version__", *_LAZY, *_protocol_all]
