@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import pytest
@@ -83,6 +84,8 @@ def fork_and_report(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             os.close(read_end)
             os.write(write_end, json.dumps(run()).encode())
             code = 0
+        except BaseException:
+            os.write(write_end, traceback.format_exc().encode())  # the parent's failure message
         finally:
             os._exit(code)
     os.close(write_end)
