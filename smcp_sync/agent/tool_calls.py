@@ -36,8 +36,8 @@ from ..protocol import events
 from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError, SMCPTimeoutError
-from ..threads.forks import after_fork_in_child
 from ..protocol.models import AgentCallData, CallToolResult, ToolCallReq
+from ..threads.forks import after_fork_in_child
 from .rehydrate import Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 
@@ -129,7 +129,8 @@ class ToolCalls:
             raise
         except BaseException as exc:  # an interrupt of the waiting thread
             sent = self._cancel(flight, time.monotonic() + CANCEL_SEND_TIMEOUT)
-            _add_note(exc, f"smcp_sync: tool call {tool_name!r} on computer {computer!r} (req_id {flight.req_id}) was interrupted; {_cancel_said(sent)}")
+            what = f"tool call {tool_name!r} on computer {computer!r} (req_id {flight.req_id})"
+            _add_note(exc, f"smcp_sync: {what} was interrupted; {_cancel_said(sent)}")
             raise
         finally:
             with self._lock:

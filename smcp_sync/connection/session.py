@@ -77,6 +77,7 @@ from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.forks import after_fork_in_child, parent_pid
 from ..threads.gevent_order import require_same_threading, stdlib_patched
+from ..threads.interruptible import wait_event
 from ..threads.worker_pool import WorkerPool
 from .credentials import AuthSource, ConnectAuth
 from .rejoin import RETRIED_CODES, RejoinPolicy
@@ -475,7 +476,7 @@ class Connection:
             self._pending.add(pending)
         try:
             self._send(event, payload, callback=pending.resolve, timeout=deadline - time.monotonic())
-            if not pending.done.wait(max(0.0, deadline - time.monotonic())):
+            if not wait_event(pending.done, deadline - time.monotonic()):
                 raise SMCPTimeoutError(
                     f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
                 )

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_servers import TOOL_SERVER
+from mcp_servers import TOOL_SERVER, logged_lines
 from office_parts import joined_agent
 from smcp_sync.connection.session import ReconnectPolicy
 
@@ -279,14 +279,9 @@ def test_close_from_another_thread_cancels_the_waiting_and_the_submitted_calls(a
     for future in submitted:
         error = future.exception(timeout=10)
         assert isinstance(error, NotConnectedError) and error.details == {"req_id": future.req_id, "cancel_sent": True}
-    assert wait_for_count(logs["SMCP_TEST_CANCEL_LOG"], 3)  # the MCP server saw each cancel
+    assert len(logged_lines(logs["SMCP_TEST_CANCEL_LOG"], 3)) == 3  # the MCP server saw each cancel
     called = {req_id, *(future.req_id for future in submitted)}
     assert eventually(lambda: {record.req_id for record in computer.tool_call_history()} == called)
-
-
-def wait_for_count(path: Path, count: int, timeout: float = 20.0) -> bool:
-    """Whether the MCP server (another process) logged `count` lines to `path` in time."""
-    return eventually(lambda: len(_lines(path)) >= count, timeout)
 
 
 def eventually(condition, timeout: float = 10.0) -> bool:
@@ -299,4 +294,4 @@ def eventually(condition, timeout: float = 10.0) -> bool:
 
 
 def wait_until_started(logs: dict[str, Path], count: int) -> bool:
-    return wait_for_count(logs["SMCP_TEST_STARTED_LOG"], count)
+    return len(logged_lines(logs["SMCP_TEST_STARTED_LOG"], count)) >= count

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import sys
 import threading
 import time
 import traceback
 from typing import Any, Callable
 
 import pytest
-from mcp_servers import TOOL_SERVER
+from mcp_servers import tool_server_config
 from office_parts import connected_computer, joined_agent
 
 from smcp_sync import Agent, Computer
@@ -29,12 +28,7 @@ from smcp_sync.computer.mcp.status import ComputerNotRunningError
 
 OFFICE = "office-fork"
 QUICK = ReconnectPolicy(enabled=False)
-TOOLS = {
-    "name": "tools",
-    "type": "stdio",
-    "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]},
-    "default_tool_meta": {"auto_apply": True},
-}
+TOOLS = tool_server_config()
 #: What "at once" means for a child's call and close (their timeouts are 10 s and more).
 PROMPT = 3.0
 

@@ -11,13 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import sys
 import threading
-import time
-from pathlib import Path
 
 import pytest
-from mcp_servers import TOOL_SERVER
+from mcp_servers import logged_lines, tool_server_config
 from office_parts import connected_computer, serving
 
 from smcp_sync.server import SMCPServer
@@ -82,29 +79,15 @@ print(json.dumps(notes))
 """
 
 
-def lines_of(path: Path, timeout: float = 60.0) -> list[str]:
-    """The lines the MCP server (another process) logged to `path`, once there are some."""
-    deadline = time.monotonic() + timeout
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)  # a file written by another process: nothing to wait on but the file
-    return path.read_text().splitlines() if path.exists() else []
-
-
 @pytest.mark.timeout(120)
 def test_a_kernel_interrupt_during_a_call_cancels_it_on_the_mcp_server(no_leaks, tmp_path):
     logs = {"SMCP_TEST_STARTED_LOG": tmp_path / "started.log", "SMCP_TEST_CANCEL_LOG": tmp_path / "cancelled.log"}
-    tools = {
-        "name": "tools",
-        "type": "stdio",
-        "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER], "env": {k: str(v) for k, v in logs.items()}},
-        "default_tool_meta": {"auto_apply": True},
-    }
-    with serving() as server, connected_computer("c1", [tools], server.url, "office-nb", timeout=20):
+    with serving() as server, connected_computer("c1", [tool_server_config(logs)], server.url, "office-nb", timeout=20):
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(INTERRUPTED_CELL.format(url=server.url))])
         client = nbclient.NotebookClient(notebook, timeout=90, kernel_name="python3")
 
         def interrupt_once_started() -> None:
-            if lines_of(logs["SMCP_TEST_STARTED_LOG"]):
+            if logged_lines(logs["SMCP_TEST_STARTED_LOG"], timeout=60):
                 interrupted = client.km.interrupt_kernel()  # the notebook's interrupt button
                 if inspect.isawaitable(interrupted):  # an AsyncKernelManager's
                     asyncio.run(interrupted)
@@ -115,7 +98,7 @@ def test_a_kernel_interrupt_during_a_call_cancels_it_on_the_mcp_server(no_leaks,
             client.execute()
         finally:
             interrupter.join(70)
-        cancelled = lines_of(logs["SMCP_TEST_CANCEL_LOG"])
+        cancelled = logged_lines(logs["SMCP_TEST_CANCEL_LOG"])
 
     [output] = [o for o in notebook.cells[0].outputs if o.output_type == "stream" and o.name == "stdout"]
     [note] = json.loads(output.text)

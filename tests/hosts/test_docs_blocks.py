@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-from pathlib import Path
 from typing import Any
 
 import pytest

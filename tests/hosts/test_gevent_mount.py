@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 import textwrap
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from mcp_servers import tool_server_config
 from office_parts import connected_computer, joined_agent
 
 from .host_process import HostProcess
@@ -23,13 +23,7 @@ pytest.importorskip("gevent", reason="the test runs gunicorn's gevent worker (th
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_leaks")]
 
 OFFICE = "office-gevent-mount"
-TOOL_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "tool_server.py")
-TOOLS = {
-    "name": "tools",
-    "type": "stdio",
-    "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]},
-    "default_tool_meta": {"auto_apply": True},
-}
+TOOLS = tool_server_config()
 APP = """
 from smcp_sync import SMCPServer
 

@@ -9,23 +9,17 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from mcp_servers import tool_server_config
 from office_parts import connected_computer, serving
 
 pytest.importorskip("gevent", reason="the test patches with gevent (the test extra has it)")
 pytestmark = [pytest.mark.timeout(90), pytest.mark.usefixtures("no_leaks")]
 
 OFFICE = "office-gevent"
-TOOL_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "tool_server.py")
-TOOLS = {
-    "name": "tools",
-    "type": "stdio",
-    "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]},
-    "default_tool_meta": {"auto_apply": True},
-}
+TOOLS = tool_server_config()
 IMPORTED_FIRST = """
 import json, sys
 import smcp_sync                       # imported before patching: fine

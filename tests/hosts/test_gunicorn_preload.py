@@ -9,10 +9,10 @@ import sys
 import textwrap
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from mcp_servers import tool_server_config
 from office_parts import connected_computer, serving
 
 from .host_process import HostProcess
@@ -21,7 +21,6 @@ pytest.importorskip("gunicorn", reason="the test runs gunicorn (the test extra h
 pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_leaks")]
 
 OFFICE = "office-gunicorn"
-TOOL_SERVER = str(Path(__file__).resolve().parents[1] / "mcp_servers" / "tool_server.py")
 APP = """
 import os
 
@@ -40,12 +39,7 @@ def application(environ, start_response):
     start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
     return [text.encode()]
 """
-TOOLS = {
-    "name": "tools",
-    "type": "stdio",
-    "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]},
-    "default_tool_meta": {"auto_apply": True},
-}
+TOOLS = tool_server_config()
 
 
 def get(url: str) -> tuple[int, str]:
