@@ -88,8 +88,8 @@ from .socketio_parts import (
     bound_handshake,
     new_client,
     read_loop,
-    release_in_child,
     reconnect_task,
+    release_in_child,
     transport_connected,
 )
 
