@@ -1,4 +1,4 @@
-"""smcp_sync imported before `gevent.monkey.patch_all()` works; an Agent made before it
+"""smcp_sync (its Agent and python-socketio) imported before `gevent.monkey.patch_all()` works; an Agent made before it
 refuses to connect with one clear error instead of blocking gevent's hub on a lock of the
 operating system (issue 36). Each case is a child Python process against a real Server and
 Computer in this process."""
@@ -22,12 +22,12 @@ OFFICE = "office-gevent"
 TOOLS = tool_server_config()
 IMPORTED_FIRST = """
 import json, sys
-import smcp_sync                       # imported before patching: fine
+from smcp_sync import Agent            # imported before patching (python-socketio with it): fine
 from gevent import monkey
 monkey.patch_all()
 import gevent
 
-agent = smcp_sync.Agent("g")
+agent = Agent("g")                     # made after patching
 agent.connect(sys.argv[1], timeout=10)
 agent.join_office(sys.argv[2], timeout=10)
 calls = [gevent.spawn(agent.call_tool, "c1", "echo", {"text": str(n)}, timeout=10) for n in range(4)]
