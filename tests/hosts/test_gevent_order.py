@@ -1,7 +1,8 @@
-"""smcp_sync (its Agent and python-socketio) imported before `gevent.monkey.patch_all()` works; an Agent made before it
-refuses to connect with one clear error instead of blocking gevent's hub on a lock of the
-operating system (issue 36). Each case is a child Python process against a real Server and
-Computer in this process."""
+"""smcp_sync (its Agent, and python-socketio with it) imported before
+`gevent.monkey.patch_all()` works; an Agent made before it refuses to connect with one
+clear error instead of blocking gevent's hub on a lock of the operating system (issue
+36). Each case is a child Python process against a real Server and Computer in this
+process."""
 
 from __future__ import annotations
 
