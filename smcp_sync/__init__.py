@@ -21,6 +21,7 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports
     from .agent import Agent as Agent
     from .computer import Computer as Computer
+    from .connection import ForkedConnectionError as ForkedConnectionError
     from .connection import NotConnectedError as NotConnectedError
     from .connection import ReconnectPolicy as ReconnectPolicy
     from .server import APIKeyAuth as APIKeyAuth
@@ -34,6 +35,7 @@ _LAZY = {
     "Computer": ".computer",
     "Agent": ".agent",
     "NotConnectedError": ".connection",
+    "ForkedConnectionError": ".connection",
     "ReconnectPolicy": ".connection",
 }
 

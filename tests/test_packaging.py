@@ -57,3 +57,36 @@ def test_the_sdist_carries_the_whole_test_suite(built: tuple[Path, Path, str]) -
     assert suite - carried == set()
     assert {"tests/conftest.py", "tox.ini", "MANIFEST.in"} <= carried
     assert not [name for name in carried if name.endswith(".pyc")]
+
+
+@pytest.mark.timeout(600)
+def test_the_gevent_extra_installs_what_the_gevent_server_imports(built: tuple[Path, Path, str], tmp_path: Path) -> None:
+    """README's `pip install '.[gevent]'`, then `smcp-sync server --mode gevent`, in a fresh
+    venv (issue 36: it lacked `packaging`, which gunicorn's gevent worker imports). The
+    wheel built above stands for `.`: the same metadata, without a second build. pip's
+    cache is used; nothing is installed with --no-deps, since what the extra pulls in is
+    the point."""
+    from smcp_sync import Agent
+    from smcp_sync.connection.session import ReconnectPolicy
+
+    _, wheel, _ = built
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    install = subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", f"{wheel}[gevent]"],
+                             capture_output=True, text=True, timeout=400)  # fmt: skip
+    assert install.returncode == 0, install.stderr
+    server = subprocess.Popen([venv / "bin" / "smcp-sync", "server", "--port", "0", "--mode", "gevent"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = server.stdout.readline()  # the ready line, or "" when it exits first (bounded by the test's timeout)
+        assert line.startswith("smcp-sync server listening on http://127.0.0.1:"), line + server.stderr.read()
+        with Agent("packaging-check", reconnect=ReconnectPolicy(enabled=False)) as agent:
+            agent.connect(line.split()[-1], timeout=10)
+            agent.join_office("o1", timeout=10)
+            assert [(s.name, s.role) for s in agent.list_room(timeout=10)] == [("packaging-check", "agent")]
+    finally:
+        server.terminate()
+        code = server.wait(30)
+        server.stdout.close()
+        server.stderr.close()
+    assert code == 0

@@ -17,6 +17,7 @@ import threading
 from typing import Callable, Generic, TypeVar
 
 from ..protocol.models._display import named
+from ..threads.forks import after_fork_in_child
 
 T = TypeVar("T")
 
@@ -31,6 +32,12 @@ class ComputerCache(Generic[T]):
         self._values: dict[str, T] = {}
         self._stamps: dict[str, int] = {}  # computer -> ticket of the last store/drop
         self._floor = 0  # ticket of the last clear()
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): a fresh lock; the values stay (read-only
+        use of what the parent knew is harmless)."""
+        self._lock = threading.Condition()
 
     def __repr__(self) -> str:
         with self._lock:

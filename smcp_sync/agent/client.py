@@ -157,7 +157,9 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
             raise
 
     def close(self) -> None:
-        """Disconnect and stop every thread the Agent started. Idempotent."""
+        """Cancel the tool calls waiting for their answers, disconnect and stop every
+        thread the Agent started. Idempotent."""
+        self._tool_calls.cancel_in_flight()
         self._connection.close()
         self._tool_calls.close()
         self._refresher.close(CALLBACK_STOP_TIMEOUT)
@@ -239,7 +241,8 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         (unknown, disabled, raised, timed out on the Computer) is a result with
         `is_error` and `error_code`; protocol failures raise `SMCPError`s; when no answer
         comes within `timeout` + a buffer the call is cancelled and `SMCPTimeoutError`
-        raised. Blob-backed items come filled in unless `rehydrate` (None: the Agent's
+        raised. Whatever else ends the wait (KeyboardInterrupt, SystemExit, `close()`
+        from another thread) cancels the call too before it propagates (`tool_calls`). Blob-backed items come filled in unless `rehydrate` (None: the Agent's
         `rehydrate_blobs`) is false."""
         return self._tool_calls.call(computer, tool_name, params, timeout, rehydrate=rehydrate)
 

@@ -26,6 +26,7 @@ from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import AgentCallData, EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
+from ..threads.forks import after_fork_in_child
 from ..threads.serial import SerialThread
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,11 @@ class Notifications:
         self._callbacks: dict[str, list[Callable[[Any], Any]]] = {event: [] for event in NOTIFICATION_MODELS}
         for event in NOTIFICATION_MODELS:
             connection.on(event, self._receiver(event))
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): a fresh lock (the callbacks stay)."""
+        self._lock = threading.Lock()
 
     def on(self, event: str, callback: Callable[[Any], Any]) -> None:
         if event not in NOTIFICATION_MODELS:

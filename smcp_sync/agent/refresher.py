@@ -18,6 +18,7 @@ import logging
 import threading
 from typing import Callable, Hashable, Mapping
 
+from ..threads.forks import after_fork_in_child
 from ..threads.worker_pool import WorkerPool
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,12 @@ class Refresher:
         self._pool: WorkerPool | None = None  # between start() and close()
         self._pending: dict[Hashable, dict[str, Job]] = {}  # lane -> jobs not started yet
         self._running: set[Hashable] = set()
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): the passes running and pending are the
+        parent's (its pool forgets its threads by itself)."""
+        self._lock, self._pending, self._running = threading.Lock(), {}, set()
 
     def start(self) -> None:
         with self._lock:

@@ -7,6 +7,16 @@ which is returned like any result. The Server waits `timeout` + its buffer, the 
 the Agent sends `server:tool_call_cancel` so the Computer stops the work, then raises
 `SMCPTimeoutError`.
 
+Interrupts: whatever else ends the wait also cancels the call before it propagates — a
+KeyboardInterrupt (Ctrl-C, a Jupyter kernel interrupt), a SystemExit (gunicorn's worker
+timeout), any other exception raised in the waiting thread (Celery's soft time limit),
+or the Agent's `close()` from another thread (it cancels every call still waiting, then
+disconnects). Sending the cancel waits at most `CANCEL_SEND_TIMEOUT` for the connection.
+Every error of ours carries the call's `details["req_id"]` (and `details["cancel_sent"]`
+where a cancel was due); a message says "cancel sent" only when it was. Exceptions not
+ours get a note instead (PEP 678 `__notes__`: `add_note`, where Python has it), since
+their classes are not ours to add fields to and a note is what a traceback shows.
+
 A result's blob-backed items are filled in before it is returned, unless the Agent or
 the call opts out (`rehydrate`).
 """
@@ -16,16 +26,18 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..connection.session import Connection
+from ..connection.session import DEFAULT_EMIT_TIMEOUT, Connection
 from ..protocol import events
 from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import AgentCallData, CallToolResult, ToolCallReq
+from ..threads.forks import after_fork_in_child
 from .rehydrate import Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 
@@ -35,6 +47,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_TOOL_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 #: Default number of submitted tool calls in flight at once (the rest queue).
 DEFAULT_MAX_CONCURRENT_CALLS = 32
+#: Seconds the cancel of an interrupted call (or of every call, on close) may wait for
+#: another message being written: an interrupt must not hang.
+CANCEL_SEND_TIMEOUT = 2.0
 
 
 class ToolCallFuture(Future[CallToolResult]):
@@ -43,6 +58,16 @@ class ToolCallFuture(Future[CallToolResult]):
     def __init__(self, req_id: str) -> None:
         super().__init__()
         self.req_id = req_id
+
+
+class _InFlight:
+    """A call waiting for its answer, and whether its cancel went out."""
+
+    __slots__ = ("req_id", "cancel_sent")
+
+    def __init__(self, req_id: str) -> None:
+        self.req_id = req_id
+        self.cancel_sent = False
 
 
 class ToolCalls:
@@ -58,6 +83,14 @@ class ToolCalls:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._submitted: dict[str, ToolCallFuture] = {}
+        self._in_flight: dict[str, _InFlight] = {}
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): the calls and the executor's threads are
+        the parent's; the next `submit` starts an executor of the child's own."""
+        self._lock = threading.Lock()
+        self._executor, self._submitted, self._in_flight = None, {}, {}
 
     def call(
         self,
@@ -77,17 +110,31 @@ class ToolCalls:
             params=_tool_params(params),
             timeout=_wire_timeout(timeout),
         )
+        flight = _InFlight(request.req_id)
+        with self._lock:
+            self._in_flight[flight.req_id] = flight
         try:
             result = ask(self._connection, events.TOOL_CALL, request, CallToolResult, timeout + AGENT_TIMEOUT_BUFFER)
         except SMCPTimeoutError as exc:
-            try:
-                self._send_cancel(request.req_id)
-            except SMCPError as not_sent:
-                logger.info("could not send cancel for %s: %s", request.req_id, not_sent)
+            sent = self._cancel(flight, time.monotonic() + CANCEL_SEND_TIMEOUT)
             raise SMCPTimeoutError(
-                f"tool call {tool_name!r} on computer {computer!r} timed out ({exc.message}); cancel sent",
-                details={"computer": computer, "tool_name": tool_name, "req_id": request.req_id, "timeout": timeout},
-            ) from None
+                f"tool call {tool_name!r} on computer {computer!r} timed out ({exc.message}); {_cancel_said(sent)}",
+                details={
+                    "computer": computer, "tool_name": tool_name, "req_id": flight.req_id,
+                    "timeout": timeout, "cancel_sent": sent,
+                },
+            ) from None  # fmt: skip
+        except SMCPError as exc:  # an answer, or a wait ended by close() (which cancelled) or a drop
+            _mark(exc, flight)
+            raise
+        except BaseException as exc:  # an interrupt of the waiting thread
+            sent = self._cancel(flight, time.monotonic() + CANCEL_SEND_TIMEOUT)
+            what = f"tool call {tool_name!r} on computer {computer!r} (req_id {flight.req_id})"
+            _add_note(exc, f"smcp_sync: {what} was interrupted; {_cancel_said(sent)}")
+            raise
+        finally:
+            with self._lock:
+                self._in_flight.pop(flight.req_id, None)
         if self._rehydration is not None and self._rehydration.wanted(rehydrate):
             result = self._rehydration.result(computer, result, DEFAULT_AGENT_REQUEST_TIMEOUT)
         return result
@@ -133,6 +180,15 @@ class ToolCalls:
             return
         self._send_cancel(req_id)
 
+    def cancel_in_flight(self) -> None:
+        """Send the cancel of every call waiting for its answer (the Agent is closing:
+        their waits end as the connection does), within `CANCEL_SEND_TIMEOUT` in all."""
+        deadline = time.monotonic() + CANCEL_SEND_TIMEOUT
+        with self._lock:
+            flights = list(self._in_flight.values())
+        for flight in flights:
+            self._cancel(flight, deadline)
+
     def close(self) -> None:
         """Cancel queued calls and wait for running ones (they fail fast once the
         connection is closed)."""
@@ -149,8 +205,44 @@ class ToolCalls:
         with self._lock:
             self._submitted.pop(req_id, None)
 
-    def _send_cancel(self, req_id: str) -> None:
-        self._connection.emit(events.CANCEL_TOOL_CALL, to_wire(AgentCallData(agent=self._connection.name, req_id=req_id)))
+    def _send_cancel(self, req_id: str, timeout: float = DEFAULT_EMIT_TIMEOUT) -> None:
+        payload = to_wire(AgentCallData(agent=self._connection.name, req_id=req_id))
+        self._connection.emit(events.CANCEL_TOOL_CALL, payload, timeout)
+
+    def _cancel(self, flight: _InFlight, deadline: float) -> bool:
+        """Send `flight`'s cancel unless it went out already (waiting for the connection
+        until `deadline` at most); whether it was sent."""
+        if not flight.cancel_sent:
+            try:
+                self._send_cancel(flight.req_id, max(0.0, deadline - time.monotonic()))
+            except SMCPError as not_sent:
+                logger.info("could not send the cancel of tool call %s: %s", flight.req_id, not_sent)
+                return False
+            flight.cancel_sent = True
+        return True
+
+
+def _cancel_said(sent: bool) -> str:
+    return "cancel sent" if sent else "cancel not sent (no connection)"
+
+
+def _mark(error: SMCPError, flight: _InFlight) -> None:
+    """Name the call in `error` (in place: its class and traceback stay), and say so when
+    its cancel went out (the wait ended by `close()`)."""
+    error.details.setdefault("req_id", flight.req_id)
+    if flight.cancel_sent:
+        error.details["cancel_sent"] = True
+        error.message = f"{error.message}; tool call {flight.req_id}: cancel sent"
+        error.args = (error.message,)
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    """PEP 678's note: `add_note` on Python 3.11+, the same `__notes__` list before."""
+    add_note = getattr(error, "add_note", None)
+    if add_note is not None:
+        add_note(note)
+    else:
+        setattr(error, "__notes__", [*getattr(error, "__notes__", ()), note])
 
 
 def _wire_timeout(timeout: Any) -> float | int:

@@ -16,6 +16,12 @@ relisting lane per MCP server with resources (`channels.relisting`), the debounc
 thread (`server:update_desktop` / `_finder` / `_skills`), the warm-up threads
 (`channels.warmer`: subscriptions ahead of reads of windows, document summaries and
 skill packages), and the Socket.IO connection's reader and handler pool.
+
+Fork (`threads.forks`): a Computer started before `os.fork()` is its parent's in the
+child: its loop, MCP server children, threads, skill folder and socket are the parent's.
+There every use raises `ComputerNotRunningError` naming the fix (start a Computer in the
+child), and `close()` returns at once having touched nothing: no MCP child stopped, no
+folder removed, no byte written.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ from ..protocol.models import (
     ResourceContents,
     SMCPTool,
 )
+from ..threads.forks import after_fork_in_child, parent_pid
+from ..threads.gevent_order import require_same_threading, stdlib_patched
 from ..threads.serial import Batches, SerialThread
 from .channels.desktop import DesktopWindows
 from .channels.finder import FinderCatalogue, FinderPage
@@ -197,6 +205,13 @@ class Computer:
         self._socket = SocketSide(self, reconnect)
         self._lifecycle = threading.Lock()
         self._started = self._closed = False
+        self._inherited = False  # started by the process this one forked from (module doc)
+        self._made_patched = stdlib_patched()
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        self._lifecycle = threading.Lock()
+        self._inherited = self._inherited or (self._started and not self._closed)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -206,10 +221,13 @@ class Computer:
         With `require_all`, raises `ServersNotStartedError` when one is not running then
         (the Computer stays started: close() it)."""
         with self._lifecycle:
+            if self._inherited:
+                raise self._inherited_error()
             if self._closed:
                 raise RuntimeError(f"Computer {self.name!r} is closed")
             if self._started:
                 return self
+            require_same_threading(self._made_patched, f"the Computer {self.name!r}")
             self._bridge.start()
             self._events.start()
             self._watch.start()
@@ -232,6 +250,8 @@ class Computer:
             if self._closed:
                 return
             self._closed = True
+            if self._inherited:
+                return  # all of it is the parent's (module doc)
             started = self._started
         if started:
             self._watch.halt_warm_up()  # its requests would fail, noisily, once the servers stop
@@ -501,8 +521,17 @@ class Computer:
     # -- internals ------------------------------------------------------------------------
 
     def _require_started(self) -> None:
+        if self._inherited and not self._closed:
+            raise self._inherited_error()
         if not self._started or self._closed:
             raise ComputerNotRunningError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
+
+    def _inherited_error(self) -> ComputerNotRunningError:
+        return ComputerNotRunningError(
+            f"Computer {self.name!r} was started before os.fork(): its MCP servers and threads belong to "
+            f"process {parent_pid()}; start a Computer in the child process instead (gunicorn: the "
+            "post_fork hook; Celery: the worker_process_init signal)"
+        )
 
     def _on_server_events(self, batch: Sequence[ServerEvent]) -> None:
         kinds = {event.kind for event in batch}

@@ -44,6 +44,7 @@ from ..protocol.models import (
     ToolCallReq,
     UpdateComputerConfigReq,
 )
+from ..threads.forks import after_fork_in_child
 from .channels.skill_files import inline_body
 from .office_requests import OfficeRequests
 
@@ -74,6 +75,12 @@ class SocketSide:
             events.PUT_BLOB: self._on_put_blob,
             events.CANCEL_TOOL_CALL_NOTIFICATION: self._on_cancel,
         }
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): a fresh lock (the connection forgets its
+        session by itself)."""
+        self._lock = threading.Lock()
 
     def connect(
         self, url: str, office_id: str, auth: AuthSource, headers: Mapping[str, str] | None, timeout: float

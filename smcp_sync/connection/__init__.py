@@ -3,6 +3,6 @@
 """
 
 from .client_auth import key_auth, key_headers
-from .session import Connection, NotConnectedError, ReconnectPolicy
+from .session import Connection, ForkedConnectionError, NotConnectedError, ReconnectPolicy
 
-__all__ = ["Connection", "NotConnectedError", "ReconnectPolicy", "key_auth", "key_headers"]
+__all__ = ["Connection", "ForkedConnectionError", "NotConnectedError", "ReconnectPolicy", "key_auth", "key_headers"]

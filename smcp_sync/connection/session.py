@@ -47,6 +47,10 @@ Decisions (docs/ARCHITECTURE.md: Threads, Wire decisions, Library facts):
   outgoing messages are written by the sending thread, not handed to a writer
   thread (`socketio_parts.PooledEngineIOClient`). `close()` stops the pool. Every use of the
   libraries' internals is in `socketio_parts`.
+* A child of `os.fork()` never uses the connection it inherited (`threads.forks`): it
+  drops its copy of the socket without a byte written, takes fresh locks, and every
+  request there fails at once with `ForkedConnectionError`; `close()` there is instant,
+  and `connect()` opens the child's own session.
 """
 
 from __future__ import annotations
@@ -70,6 +74,9 @@ from ..protocol.conventions import error_from_ack
 from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.versioning import handshake_url, refusal_error
+from ..threads.forks import after_fork_in_child, parent_pid
+from ..threads.gevent_order import require_same_threading, stdlib_patched
+from ..threads.interruptible import wait_event
 from ..threads.worker_pool import WorkerPool
 from .client_auth import checked_headers
 from .credentials import AuthSource, ConnectAuth
@@ -82,6 +89,7 @@ from .socketio_parts import (
     new_client,
     read_loop,
     reconnect_task,
+    release_in_child,
     transport_connected,
 )
 
@@ -114,6 +122,11 @@ class NotConnectedError(SMCPError, ConnectionError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class ForkedConnectionError(NotConnectedError):
+    """The connection was open when the process forked: its session belongs to the parent
+    (`Connection` in a child of `os.fork()`). Connect in the child instead."""
 
 
 @attrs.frozen(kw_only=True)
@@ -167,6 +180,8 @@ class Connection:
     """
 
     _DISCONNECTED, _CONNECTING, _CONNECTED, _RECONNECTING = "disconnected", "connecting", "connected", "reconnecting"
+    #: In a child of `os.fork()`, for a connection the parent had open (module doc).
+    _FORKED = "inherited through fork"
 
     def __init__(
         self,
@@ -196,6 +211,19 @@ class Connection:
         self._rejoined_callbacks: list[Callable[[str], None]] = []
         self._rejoin_failed_callbacks: list[Callable[[str, SMCPError], None]] = []
         self._refusal: Any = None
+        self._made_patched = stdlib_patched()
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`threads.forks`): fresh locks, no pending request (their
+        callers are the parent's threads), and a session the parent had is left to it:
+        the socket's copy here is closed without a byte written (`release_in_child`)."""
+        self._emit_lock = threading.Lock()
+        self._state_changed = threading.Condition()
+        self._pending = set()
+        if self._state != self._DISCONNECTED:
+            self._state, self._ready, self._office_id = self._FORKED, False, None
+            release_in_child(self._sio)
 
     def _new_client(self) -> socketio.Client:
         """A fresh client per `connect`: the previous one may still be winding down on a
@@ -256,11 +284,13 @@ class Connection:
         """Open the session, declaring in the URL's query our protocol version and the
         smcp_sync extension requests this client has handlers for (`on`). Raises `AuthError` when the Server refuses the
         connection (its message included), `VersionMismatchError` (4008) when it speaks
-        another protocol version, `NotConnectedError` when it cannot be reached, and
-        `ValueError` for a `url` that is not an http(s) or ws(s) URL."""
+        another protocol version, `NotConnectedError` when it cannot be reached,
+        `ValueError` for a `url` that is not an http(s) or ws(s) URL, and
+        `MadeBeforePatchingError` when made before gevent patched the standard library."""
         _require_server_url(url)
+        require_same_threading(self._made_patched, f"the {self.role} {self.name!r}")
         with self._state_changed:
-            if self._state != self._DISCONNECTED:
+            if self._state not in (self._DISCONNECTED, self._FORKED):
                 raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
             self._state = self._CONNECTING
             self._closing = False
@@ -302,12 +332,14 @@ class Connection:
         deadline = time.monotonic() + timeout
         with self._state_changed:
             self._closing = True
+            inherited = self._state == self._FORKED  # the parent's session: nothing to stop here
             self._state_changed.notify_all()  # a re-join pausing between attempts ends
-        closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
-        closer.start()
-        closer.join(timeout)
-        if closer.is_alive():
-            logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
+        if not inherited:
+            closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
+            closer.start()
+            closer.join(timeout)
+            if closer.is_alive():
+                logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
         if on_disconnected is not None:
             on_disconnected()
         self._retire_pool(max(0.0, deadline - time.monotonic()))
@@ -408,12 +440,13 @@ class Connection:
             raise error
         return answer
 
-    def emit(self, event: str, payload: Any) -> None:
-        """Send `event` without waiting for an answer."""
+    def emit(self, event: str, payload: Any, timeout: float = DEFAULT_EMIT_TIMEOUT) -> None:
+        """Send `event` without waiting for an answer (for another message being written
+        at most `timeout` seconds)."""
         with self._state_changed:
             if self._state != self._CONNECTED:
                 raise self._not_connected(f"cannot send {event}")
-        self._send(event, payload, callback=None, timeout=DEFAULT_EMIT_TIMEOUT)
+        self._send(event, payload, callback=None, timeout=timeout)
 
     def on(self, event: str, handler: Handler) -> None:
         """Handle `event` from the Server: `handler(payload)` runs on its own thread and
@@ -443,7 +476,7 @@ class Connection:
             self._pending.add(pending)
         try:
             self._send(event, payload, callback=pending.resolve, timeout=deadline - time.monotonic())
-            if not pending.done.wait(max(0.0, deadline - time.monotonic())):
+            if not wait_event(pending.done, deadline - time.monotonic()):
                 raise SMCPTimeoutError(
                     f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
                 )
@@ -457,7 +490,7 @@ class Connection:
     def _wait_usable(self, event: str, deadline: float, wait_for_rejoin: bool) -> None:
         """Block (state lock held) until requests may be sent; joins skip the re-join wait."""
         while True:
-            if self._state in (self._DISCONNECTED, self._CONNECTING):
+            if self._state in (self._DISCONNECTED, self._CONNECTING, self._FORKED):
                 raise self._not_connected(f"cannot send {event}")
             if self._state == self._CONNECTED and (self._ready or not wait_for_rejoin):
                 return
@@ -486,6 +519,14 @@ class Connection:
             self._emit_lock.release()
 
     def _not_connected(self, what: str) -> NotConnectedError:
+        if self._state == self._FORKED:
+            return ForkedConnectionError(
+                f"{what}: {self.role} {self.name!r} was connected to {self._url} before os.fork(), and that "
+                f"session belongs to process {parent_pid()}; connect in the child process instead (gunicorn: "
+                "the post_fork hook; Celery: the worker_process_init signal; multiprocessing: the 'spawn' "
+                "start method or the target function)",
+                details={"parent_pid": parent_pid()},
+            )
         where = f" to {self._url}" if self._url else ""
         return NotConnectedError(f"{what}: {self.role} {self.name!r} is not connected{where}")
 

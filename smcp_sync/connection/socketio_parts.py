@@ -345,6 +345,16 @@ def reconnect_task(client: socketio.Client) -> threading.Thread | None:
     return task
 
 
+def release_in_child(client: socketio.Client) -> None:
+    """In a child of `os.fork()`: close this process's copy of the websocket's socket
+    without a frame or a `shutdown()` (both would end the parent's session, whose socket
+    it is), so the child neither writes on it nor keeps it open once the parent closes it."""
+    ws = getattr(client.eio, "ws", None)
+    sock = getattr(ws, "sock", None)
+    if isinstance(sock, socket.socket):
+        sock.close()
+
+
 def abort_reconnect(client: socketio.Client) -> None:
     """Make a reconnect under way give up (private, as in `Client.shutdown()` itself)."""
     if client._reconnect_abort is not None:

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from .forks import after_fork_in_child
+
 logger = logging.getLogger(__name__)
 
 #: Cancelled entries are dropped from the heap once they are this many and half of it.
@@ -50,6 +52,13 @@ class Deadlines:
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`forks`): the thread is the parent's, and so is every
+        deadline to come (it acts on the parent's requests and sockets): none fires here."""
+        self._changed = threading.Condition()
+        self._heap, self._cancelled, self._thread, self._stopping = [], 0, None, False
 
     def call_at(self, when: float, action: Callable[[], Any]) -> Deadline:
         """Call `action()` (on this object's thread) at `time.monotonic()` == `when`."""

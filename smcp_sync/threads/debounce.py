@@ -16,6 +16,7 @@ import time
 from typing import Callable, Generic, Hashable, TypeVar
 
 from .deadlines import Deadline, Deadlines
+from .forks import after_fork_in_child
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,12 @@ class Debouncer(Generic[K]):
         self._lock = threading.Lock()
         self._pending: dict[K, tuple[float, Deadline]] = {}  # key -> (first trigger, its firing)
         self._stopped = False
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`forks`): the firings pending are the parent's (its
+        `Deadlines` drops them too)."""
+        self._lock, self._pending = threading.Lock(), {}
 
     def trigger(self, key: K) -> None:
         """Thread-safe, never blocks for long; ignored once stopped."""

@@ -16,6 +16,7 @@ import queue
 import threading
 from typing import Any, Callable, Generic, TypeVar
 
+from .forks import after_fork_in_child
 from .thread_stop import join_stopped
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,13 @@ class SerialThread:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._dropping = threading.Event()
         self._thread: threading.Thread | None = None
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`forks`): the thread and its queue are the parent's; stopped
+        here until `start()`."""
+        self._lock = threading.Lock()
+        self._queue, self._dropping, self._thread = queue.SimpleQueue(), threading.Event(), None
 
     @property
     def running(self) -> bool:
@@ -91,6 +99,11 @@ class Batches(Generic[T]):
         self._handler = handler
         self._lock = threading.Lock()
         self._pending: list[T] = []
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`forks`): what was posted is the parent's to handle."""
+        self._lock, self._pending = threading.Lock(), []
 
     def post(self, item: T) -> None:
         """Thread-safe and never blocks (callable from an event loop); dropped once the

@@ -28,6 +28,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from .forks import after_fork_in_child
+
 logger = logging.getLogger(__name__)
 
 _Job = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -75,6 +77,13 @@ class WorkerPool:
         self._queued: collections.deque[_Job] = collections.deque()
         self._refused = 0
         self._closed = False
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child (`forks`): the workers are the parent's, and so are the jobs
+        queued for them; the next `submit` starts a worker of the child's own."""
+        self._lock = threading.Lock()
+        self._idle, self._live, self._queued = [], set(), collections.deque()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Run `fn(*args)` on an idle worker, a new one, or the first one free. Returns

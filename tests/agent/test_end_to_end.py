@@ -3,19 +3,22 @@ server (`tests/mcp_servers/tool_server.py`, a child process), and the Agent."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from mcp_servers import TOOL_SERVER
+from mcp_servers import TOOL_SERVER, logged_lines
 from office_parts import joined_agent
 from smcp_sync.connection.session import ReconnectPolicy
 
 from smcp_sync.agent import Agent
 from smcp_sync.computer import Computer
 from smcp_sync.protocol import events
+from smcp_sync.connection.session import NotConnectedError
 from smcp_sync.protocol.errors import NotFoundError
 from smcp_sync.protocol.models import EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
 
@@ -215,3 +218,80 @@ def test_16_threads_calling_at_once_every_answer_matches_its_request(each, agent
         w.join(100)
     assert not any(w.is_alive() for w in workers)
     assert mismatches == []
+
+
+# -- an interrupted call is cancelled (issue 36) -------------------------------------------
+
+
+def when_started(logs: dict[str, Path], interrupt) -> threading.Thread:
+    """A thread that runs `interrupt()` once the MCP server logged a started tool."""
+
+    def watch() -> None:
+        if wait_for_lines(logs["SMCP_TEST_STARTED_LOG"], timeout=20):
+            interrupt()
+
+    watcher = threading.Thread(target=watch, name="interrupter")
+    watcher.start()
+    return watcher
+
+
+def cancelled_ids(logs: dict[str, Path]) -> list[str]:
+    """The MCP request ids the tool server saw cancelled."""
+    return [line.split()[1] for line in wait_for_lines(logs["SMCP_TEST_CANCEL_LOG"]) if line.startswith("cancelled")]
+
+
+@pytest.mark.timeout(60)
+def test_a_keyboard_interrupt_of_the_waiting_thread_cancels_the_call(agent, computer, logs):
+    watcher = when_started(logs, lambda: os.kill(os.getpid(), signal.SIGINT))  # Ctrl-C, a kernel interrupt
+    with pytest.raises(KeyboardInterrupt) as interrupted:  # else the call waits past the test's timeout
+        agent.call_tool("c1", "sleep", {"seconds": 3600}, timeout=3600)
+    watcher.join(10)
+    [note] = interrupted.value.__notes__
+    assert note.startswith("smcp_sync: tool call 'sleep' on computer 'c1' (req_id ") and note.endswith("cancel sent")
+    assert len(cancelled_ids(logs)) == 1  # the MCP server saw the cancel
+    assert agent.call_tool("c1", "echo", {"text": "still here"}, timeout=10).text == "still here"
+
+
+@pytest.mark.timeout(60)
+def test_a_system_exit_from_a_signal_handler_cancels_the_call(agent, computer, logs):
+    """gunicorn's sync worker ends a request past its timeout so: SIGABRT, sys.exit(1)."""
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: sys.exit(1))
+    try:
+        watcher = when_started(logs, lambda: os.kill(os.getpid(), signal.SIGUSR1))
+        with pytest.raises(SystemExit) as exited:
+            agent.call_tool("c1", "sleep", {"seconds": 3600}, timeout=3600)
+        watcher.join(10)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert "cancel sent" in exited.value.__notes__[0]
+    assert len(cancelled_ids(logs)) == 1
+
+
+@pytest.mark.timeout(60)
+def test_close_from_another_thread_cancels_the_waiting_and_the_submitted_calls(agent, computer, logs):
+    submitted = [agent.submit_tool_call("c1", "sleep", {"seconds": 3600}, timeout=3600) for _ in range(2)]
+    watcher = when_started(logs, lambda: wait_until_started(logs, 3) and agent.close())
+    with pytest.raises(NotConnectedError) as closed:
+        agent.call_tool("c1", "sleep", {"seconds": 3600}, timeout=3600)
+    watcher.join(20)
+    req_id = closed.value.details["req_id"]
+    assert closed.value.details["cancel_sent"] is True and str(closed.value).endswith(f"tool call {req_id}: cancel sent")
+    for future in submitted:
+        error = future.exception(timeout=10)
+        assert isinstance(error, NotConnectedError) and error.details == {"req_id": future.req_id, "cancel_sent": True}
+    assert len(logged_lines(logs["SMCP_TEST_CANCEL_LOG"], 3)) == 3  # the MCP server saw each cancel
+    called = {req_id, *(future.req_id for future in submitted)}
+    assert eventually(lambda: {record.req_id for record in computer.tool_call_history()} == called)
+
+
+def eventually(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)  # state of another process, or of the Computer's loop: nothing to wait on
+    return True
+
+
+def wait_until_started(logs: dict[str, Path], count: int) -> bool:
+    return len(logged_lines(logs["SMCP_TEST_STARTED_LOG"], count)) >= count

@@ -13,6 +13,10 @@ real process exercises pipes, stderr draining, crashes and cancellation for real
 * ``http_server(script, *args)``: the same as a context manager yielding the url.
 * ``write_state(path, resources, templates=None)``: atomically write a resource_server
   state file.
+* ``tool_server_config(env=None)``: ``TOOL_SERVER`` as a Computer's stdio server
+  ``tools``, every tool run unasked; ``env`` its SMCP_TEST_* logs.
+* ``logged_lines(path, count=1)``: the lines a server logged to ``path`` (another
+  process's file), once there are ``count`` of them or after a timeout.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import queue
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
@@ -32,6 +38,26 @@ TOOL_SERVER = os.path.join(HERE, "tool_server.py")
 RESOURCE_SERVER = os.path.join(HERE, "resource_server.py")
 
 URL_PATHS = {"sse": "/sse", "streamable": "/mcp"}
+
+
+def tool_server_config(env: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "name": "tools",
+        "type": "stdio",
+        "server_parameters": {
+            "command": sys.executable, "args": [TOOL_SERVER], "env": {k: str(v) for k, v in (env or {}).items()},
+        },
+        "default_tool_meta": {"auto_apply": True},
+    }  # fmt: skip
+
+
+def logged_lines(path: str | os.PathLike[str], count: int = 1, timeout: float = 20.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = Path(path).read_text(encoding="utf-8").splitlines() if os.path.exists(path) else []
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)  # a file written by another process: nothing to wait on but the file
 
 
 def stdio_command(script: str, *args: str) -> list[str]:

@@ -6,6 +6,12 @@ on the returned future with a timeout. Long-lived work (one supervisor per MCP s
 runs in the loop's root task group, so stopping the bridge cancels it anyio-style: the
 SDK's shielded cleanups (terminating a stdio child) still run. Because the loop lives
 in its own thread, a caller whose thread already runs a loop (Jupyter) is unaffected.
+
+Fork (`threads.forks`): the loop is made by `start()`, so a bridge made and not started
+before a fork owns no selector or pipe the child shares with its parent. A child of a
+started bridge never touches the loop it inherited (its epoll set and self-pipe are the
+parent's: closing the loop there would unregister the parent's descriptors): the bridge is
+closed there, and the loop, left running in name, is never closed by its finalizer.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import anyio
 import anyio.abc
 
 from ...protocol.errors import InternalError
+from ...threads.forks import after_fork_in_child
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +45,24 @@ class BridgeClosedError(InternalError, RuntimeError):
 
 class EventLoopThread:
     def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._loop.set_exception_handler(_log_loop_exception)
-        self._thread = threading.Thread(target=self._run, name=f"smcp-computer-loop[{name}]", daemon=True)
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._lock = threading.Lock()
         self._open = False
         self._tasks: anyio.abc.TaskGroup | None = None
         self._stop_requested: anyio.Event | None = None
+        after_fork_in_child(self._forget_parent)
+
+    def _forget_parent(self) -> None:
+        """In a forked child: closed, its loop left alone (module doc)."""
+        self._lock, self._open = threading.Lock(), False
 
     def start(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(_log_loop_exception)
+        self._thread = threading.Thread(target=self._run, name=f"smcp-computer-loop[{self._name}]", daemon=True)
         self._thread.start()
         if not self._ready.wait(_START_TIMEOUT):
             raise RuntimeError("the Computer's event loop did not start")
@@ -60,12 +75,14 @@ class EventLoopThread:
             if not self._open:
                 coro.close()
                 raise BridgeClosedError("the Computer is not running")
+            assert self._loop is not None
             return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def call_soon(self, function: Callable[[], Any]) -> None:
         """Run `function()` on the loop soon, from any thread (nothing if it is stopped)."""
         with self._lock:
             if self._open:
+                assert self._loop is not None
                 self._loop.call_soon_threadsafe(function)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
@@ -96,13 +113,14 @@ class EventLoopThread:
             was_open, self._open = self._open, False
         if not was_open:
             return
-        assert self._stop_requested is not None
+        assert self._stop_requested is not None and self._loop is not None and self._thread is not None
         self._loop.call_soon_threadsafe(self._stop_requested.set)
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("the Computer's event loop thread did not stop within %.1fs", timeout)
 
     def _run(self) -> None:
+        assert self._loop is not None
         asyncio.set_event_loop(self._loop)
         try:
             self._loop.run_until_complete(self._main())

@@ -5,13 +5,20 @@ Why: Engine.IO queues every message for a client in an unbounded queue until its
 the queue, and the Server's memory, grow without limit (issue 12: +103 MB for one
 Agent). Knowing the bytes lets the Server drop that client once past
 `ServerLimits.max_send_backlog`.
+
+It is always the standard library's `queue.Queue`, also when this module is imported
+after gevent patched the standard library (an app mounting the Server, `SMCPServer.mount`,
+loaded by gunicorn's gevent worker): gevent 25.4.1+ replaces `queue.Queue` with its own,
+which has none of the hooks used here (`_put`, `_get`, `mutex`). The standard class makes
+its locks when a queue is made, so under gevent they are gevent's.
 """
 
 from __future__ import annotations
 
 import collections
 import queue
-from typing import Any, Callable
+import sys
+from typing import TYPE_CHECKING, Any, Callable
 
 #: What one queued packet costs besides its data (the packet object, the queue slot).
 PACKET_OVERHEAD = 64
@@ -24,7 +31,21 @@ def packet_size(pkt: Any) -> int:
     return PACKET_OVERHEAD + (len(data) if isinstance(data, (str, bytes)) else 0)
 
 
-class BacklogQueue(queue.Queue[Any]):
+def _standard_queue() -> Any:
+    """`queue.Queue` as the standard library defines it, whether gevent patched it or not."""
+    monkey = sys.modules.get("gevent.monkey")
+    if monkey is not None and monkey.is_object_patched("queue", "Queue"):
+        return monkey.get_original("queue", "Queue")
+    return queue.Queue
+
+
+if TYPE_CHECKING:
+    _StandardQueue = queue.Queue[Any]
+else:
+    _StandardQueue = _standard_queue()
+
+
+class BacklogQueue(_StandardQueue):
     """`queue.Queue` keeping `backlog`, the bytes of the packets in it (its `_put` and
     `_get` are the hooks `queue.Queue` documents for subclasses; both run under its
     lock), and calling `on_put` after each put, when set (a writer that runs only while
