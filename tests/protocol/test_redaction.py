@@ -1,9 +1,13 @@
-"""The one redaction (`protocol.redaction`): credentials masked, what failed and where kept."""
+"""The one redaction (`protocol.redaction`) and the log records it applies to
+(`protocol.log_redaction`): credentials masked, what failed and where kept."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+import smcp_sync  # noqa: F401  (importing the package redacts log records)
 from smcp_sync.protocol.redaction import REDACTED, redact_args, redact_headers, redact_text, redact_url
 
 
@@ -52,3 +56,16 @@ def test_an_upstream_error_keeps_status_and_host():
         "tool 'x' needs an authorization on MCP server 'y': HTTP 401"
     )
 
+
+def test_log_records_of_ours_and_of_the_libraries_are_redacted_traceback_included(caplog):
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("httpx2").info("HTTP Request: GET %s", "https://h/sse?api_key=abc")
+    try:
+        raise RuntimeError("failed for url 'https://bob:pw@h/'")
+    except RuntimeError:
+        logging.getLogger("smcp_sync.tests").exception("the transport failed")
+    logging.getLogger("elsewhere").info("token=left-alone")  # not a logger of ours or of our libraries
+    texts = [caplog.handler.format(record) for record in caplog.records]
+    assert texts[0].endswith(f"HTTP Request: GET https://h/sse?api_key={REDACTED}")
+    assert "bob:pw" not in texts[1] and f"https://{REDACTED}@h/" in texts[1] and "RuntimeError" in texts[1]
+    assert texts[2].endswith("token=left-alone")
