@@ -70,6 +70,7 @@ from ..protocol.codec import to_wire
 from ..protocol.conventions import error_from_ack
 from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+from ..protocol.redaction import redact_text, redact_url
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.worker_pool import WorkerPool
 from .credentials import AuthSource, ConnectAuth
@@ -281,9 +282,10 @@ class Connection:
             with self._state_changed:
                 self._state = self._DISCONNECTED
             self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
+            shown = redact_url(url)  # errors are logged and printed: a key in the URL's query stays here
             if self._auth.failure is not None:
-                raise AuthError(f"cannot connect to {url}: {self._auth.failure}") from None
-            raise self._connect_failure(url, exc) from None
+                raise AuthError(f"cannot connect to {shown}: {self._auth.failure}") from None
+            raise self._connect_failure(shown, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
 
     def _handshake_query(self) -> list[tuple[str, str]]:
@@ -613,7 +615,7 @@ class Connection:
         if handshake is not None:
             return handshake
         if isinstance(exc.__cause__, engineio.exceptions.ConnectionError) or refusal is None:
-            return NotConnectedError(f"cannot connect to {url}: {exc}", details={"url": url})
+            return NotConnectedError(f"cannot connect to {url}: {redact_text(str(exc))}", details={"url": url})
         error = SMCPError.from_wire(refusal.get("data")) or SMCPError.from_wire(refusal)
         if error is not None:
             return error
