@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import pathlib
 import subprocess
 import sys
@@ -35,26 +34,6 @@ SECRETS = (USERINFO, QUERY, HEADER, KEY_HEADER, INPUT, ENV)
 def assert_no_secret(where: str, text: str) -> None:
     for secret in SECRETS:
         assert secret not in text, f"{secret} in {where}: {text[:2000]}"
-
-
-@pytest.fixture
-def every_record() -> Iterator[list[str]]:
-    """Every log record of the process, formatted with its traceback, from DEBUG up."""
-    kept: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            kept.append(self.format(record))
-
-    handler = Keep(logging.DEBUG)
-    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield kept
-    root.removeHandler(handler)
-    root.setLevel(level)
 
 
 #: Protected MCP servers: streamable ones refusing tools/call with 401, 403 and 500, and
@@ -99,7 +78,7 @@ def configs(urls: dict[str, str]) -> list[dict[str, Any]]:
 INPUTS = [{"type": "promptString", "id": "token", "description": "a token", "password": True}]
 
 
-def test_no_secret_in_logs_answers_or_diagnostics(no_leaks: None, every_record: list[str]) -> None:
+def test_no_secret_in_logs_answers_or_diagnostics(no_leaks: None, every_log_record: list[str]) -> None:
     with protected(*PROTECTED_SERVERS) as urls, serving() as server, connected_computer(
         "c1", configs(urls), server.url, "o1", timeout=TIME_BOX, policy=FAST, inputs=INPUTS,
         input_values={"token": INPUT},
@@ -126,8 +105,8 @@ def test_no_secret_in_logs_answers_or_diagnostics(no_leaks: None, every_record: 
     assert "401" in sse_status.error and "127.0.0.1" in sse_status.error, sse_status.error
     assert_no_secret("the SSE server's status", sse_status.error)
     assert_no_secret("diagnostics", "\n".join(diagnostics))
-    assert every_record, "no log record captured"
-    for record in every_record:
+    assert every_log_record, "no log record captured"
+    for record in every_log_record:
         assert_no_secret("a log record", record)
 
 

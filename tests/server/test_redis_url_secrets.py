@@ -4,11 +4,9 @@ unreachable" warning still says where (docs/server/security-redaction.md)."""
 
 from __future__ import annotations
 
-import logging
 import signal
 import subprocess
 import sys
-from typing import Iterator
 
 import pytest
 
@@ -29,30 +27,12 @@ def assert_no_secret(where: str, text: str) -> None:
         assert secret not in text, f"{secret} in {where}: {text[:2000]}"
 
 
-@pytest.fixture
-def every_record() -> Iterator[list[str]]:
-    kept: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            kept.append(self.format(record))
-
-    handler = Keep(logging.DEBUG)
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield kept
-    root.removeHandler(handler)
-    root.setLevel(level)
-
-
-def test_the_unreachable_warning_names_the_host_not_the_password(server_factory, every_record):
+def test_the_unreachable_warning_names_the_host_not_the_password(server_factory, every_log_record):
     server_factory(redis_url=UNREACHABLE)
-    wait_until(lambda: any("unreachable" in record for record in every_record))
-    unreachable = next(record for record in every_record if "unreachable" in record)
+    wait_until(lambda: any("unreachable" in record for record in every_log_record))
+    unreachable = next(record for record in every_log_record if "unreachable" in record)
     assert "127.0.0.1:1" in unreachable, unreachable
-    for record in every_record:
+    for record in every_log_record:
         assert_no_secret("a log record", record)
 
 
