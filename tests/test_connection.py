@@ -233,7 +233,7 @@ def test_a_failed_connect_names_the_server_without_the_credentials_in_its_url(no
     connection = Connection("agent", "a1")
     with pytest.raises(NotConnectedError) as failed:
         connection.connect(f"http://bob:pw-5ecret@127.0.0.1:{unused_port}/?token=tk-5ecret", timeout=2)
-    shown = f"{failed.value} {failed.value.details}"
+    shown = f"{failed.value} {failed.value.details} {connection!r}"
     assert f"127.0.0.1:{unused_port}" in shown and "5ecret" not in shown, shown
     connection.close()
 

@@ -249,7 +249,7 @@ class Connection:
         return sid
 
     def __repr__(self) -> str:
-        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url!r} office={self._office_id!r}>"
+        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url and redact_url(self._url)!r} office={self._office_id!r}>"
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -262,7 +262,7 @@ class Connection:
         _require_server_url(url)
         with self._state_changed:
             if self._state != self._DISCONNECTED:
-                raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
+                raise RuntimeError(f"{self.name!r} is already {self._state} to {redact_url(self._url or '')}; close() it first")
             self._state = self._CONNECTING
             self._closing = False
             self._refusal = None
