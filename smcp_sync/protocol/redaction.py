@@ -18,7 +18,7 @@ The lowest layer (`protocol`), so that every role and the CLI use this one redac
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 #: What a masked value is shown as.
@@ -60,13 +60,6 @@ def redact_url(url: str, mask: str = REDACTED) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
 
 
-def redact_headers(headers: Mapping[str, str] | None, mask: str = REDACTED) -> dict[str, str] | None:
-    """`headers` with the value of every secret-looking header masked."""
-    if headers is None:
-        return None
-    return {name: _masked(value, mask) if looks_secret(name) else value for name, value in headers.items()}
-
-
 def redact_args(args: Sequence[str], mask: str = REDACTED) -> list[str]:
     """A command line with every inline credential masked."""
     shown: list[str] = []
@@ -92,7 +85,8 @@ def redact_args(args: Sequence[str], mask: str = REDACTED) -> list[str]:
 def redact_text(text: str, mask: str = REDACTED) -> str:
     """Free text (an upstream error, a log message) with the credentials in it masked:
     every URL in it as `redact_url` does, and every secret-looking ``name=value`` or
-    ``Name: value`` (``Authorization: Bearer …`` included)."""
+    ``Name: value``: a header line (``Authorization: Bearer …``, ``Cookie: …``,
+    ``X-Api-Key: …``), a form field, a config line quoted in an error."""
     text = _URL_IN_TEXT.sub(lambda found: redact_url(found.group(0), mask), text)
     return _ASSIGNMENT_IN_TEXT.sub(lambda found: _assignment(found, mask), text)
 
