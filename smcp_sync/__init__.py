@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .protocol import *  # noqa: F403
 from .protocol import __all__ as _protocol_all
+from .protocol.log_redaction import redact_log_records
 from .protocol.models import *  # noqa: F403  (imported above too; type checkers see the models through this one)
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+redact_log_records()  # no credential in any log record of ours or of the libraries we drive
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` imports
     from .agent import Agent as Agent

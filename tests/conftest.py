@@ -12,6 +12,7 @@ alike.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -149,6 +150,27 @@ def no_leaks():
     threads_before, children_before = _threads(), _children()
     yield
     assert_nothing_left(threads_before, children_before)
+
+
+@pytest.fixture
+def every_log_record() -> Iterator[list[str]]:
+    """Every log record of the process from DEBUG up, as a handler under the root logger
+    formats it (traceback included): what a test greps for secrets."""
+    kept: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            kept.append(self.format(record))
+
+    handler = Keep(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    yield kept
+    root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="module")

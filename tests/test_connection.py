@@ -229,6 +229,16 @@ def test_unreachable_server_fails_fast(no_leaks, unused_port):
 
 
 @pytest.mark.timeout(20)
+def test_a_failed_connect_names_the_server_without_the_credentials_in_its_url(no_leaks, unused_port):
+    connection = Connection("agent", "a1")
+    with pytest.raises(NotConnectedError) as failed:
+        connection.connect(f"http://bob:pw-5ecret@127.0.0.1:{unused_port}/?token=tk-5ecret", timeout=2)
+    shown = f"{failed.value} {failed.value.details} {connection!r}"
+    assert f"127.0.0.1:{unused_port}" in shown and "5ecret" not in shown, shown
+    connection.close()
+
+
+@pytest.mark.timeout(20)
 def test_a_url_without_scheme_is_refused_naming_what_is_needed_and_connect_may_follow(no_leaks, unused_port):
     connection = Connection("agent", "a1")
     for bad in ("localhost:8000", "127.0.0.1", "ftp://example.org"):

@@ -54,6 +54,7 @@ from ..protocol.models import (
     SMCPTool,
     ToolList,
 )
+from ..protocol.redaction import redact_url
 from ..threads.serial import SerialThread
 from .blobs import BlobMethods
 from .cache import ComputerCache
@@ -131,7 +132,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self._connection.on_rejoined(lambda office_id: self._request_resync())
 
     def __repr__(self) -> str:
-        return f"<Agent {self.name!r} url={self._connection.url!r} office={self.office_id!r}>"
+        return f"<Agent {self.name!r} url={self._connection.url and redact_url(self._connection.url)!r} office={self.office_id!r}>"
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import BadRequestError, InternalError, NotFoundError
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
+from ..protocol.redaction import redact_url
 
 T = TypeVar("T")
 
@@ -42,7 +43,7 @@ def new_req_id() -> str:
 def ask(connection: Connection, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
     """Send `request` as `event` and return the answer as `answer_type`."""
     if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
-        raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {connection.url}")
+        raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {redact_url(connection.url or '')}")
     try:
         answer = connection.call(event, to_wire(request), timeout)
     except NotFoundError as exc:

@@ -18,6 +18,7 @@ import sys
 from typing import Iterator, NoReturn, Sequence
 
 from .._version import __version__
+from ..protocol.redaction import redact_text
 from . import agent, authorize, computer, demo, server
 from .exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
@@ -86,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
     except Exception as exc:  # a bug, or a failure no command expected: one line all the same
         logger.debug("smcp-sync %s failed", args.command, exc_info=True)
         print(
-            f"smcp-sync {args.command}: unexpected {type(exc).__name__}: {exc} (--log-level DEBUG shows where)",
+            f"smcp-sync {args.command}: unexpected {type(exc).__name__}: {redact_text(str(exc))} (--log-level DEBUG shows where)",
             file=sys.stderr,
         )
         return EXIT_FAILURE

@@ -36,6 +36,7 @@ from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import SMCPError
 from ..protocol.models import DEFAULT_FINDER_LIMIT, BlobResourceContents, CallToolResult, GetFinderRet, GetSkillRet
+from ..protocol.redaction import redact_url
 from ..protocol.skill_mime import is_text_mime
 from .blob import add_blob_parser, blob_summary, run_blob
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc), EXIT_USAGE)
     try:
         noted = terminal(sys.stderr, args.json or args.action == "blob")  # blob: its own progress line
-        with Agent(args.name, auth=auth, headers=headers) as agent, waiting(f"{args.action}: waiting for {args.url}", noted):
+        with Agent(args.name, auth=auth, headers=headers) as agent, waiting(f"{args.action}: waiting for {redact_url(args.url)}", noted):
             agent.connect(args.url, timeout=args.timeout)
             agent.join_office(args.office, timeout=args.timeout)
             result = _act(agent, args, params)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
 from ..protocol.models import MCPServerInput, PickStringInput, PromptStringInput
+from ..protocol.redaction import redact_url
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .options import add_client_auth, add_json, add_timeout, add_url, client_credentials, fail, failure
 from .signals import Terminated, sigterm_raises, wait_for_signals
@@ -174,11 +175,11 @@ def _summary(computer: Computer, args: argparse.Namespace) -> str:
         servers = {s.bundle_id: str(s.state.value) for s in statuses}
         tools = [tool.name for tool in computer.tools()]
         return json.dumps(
-            {"computer": computer.name, "office_id": args.office, "url": args.url, "tools": tools, "servers": servers}
+            {"computer": computer.name, "office_id": args.office, "url": redact_url(args.url), "tools": tools, "servers": servers}
         )
     note = f"; not running yet: {', '.join(down)}" if down else ""
     return (
-        f"computer {computer.name!r} joined office {args.office!r} at {args.url} with {len(computer.tools())} tools "
+        f"computer {computer.name!r} joined office {args.office!r} at {redact_url(args.url)} with {len(computer.tools())} tools "
         f"from {len(statuses)} MCP servers{note}"
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..connection.client_auth import DEFAULT_KEY_FIELDS, checked_headers, key_auth, key_headers
+from ..protocol.redaction import redact_text
 
 #: Read when --api-key is not given, so the key need not appear in the process list.
 API_KEY_ENV = "SMCP_API_KEY"
@@ -165,8 +166,9 @@ def failure(exc: Exception) -> str:
 
 
 def fail(command: str, message: str, code: int) -> int:
-    """Print ``smcp-sync COMMAND: message`` on stderr and return the exit code `code`."""
-    print(f"smcp-sync {command}: {message}", file=sys.stderr)
+    """Print ``smcp-sync COMMAND: message`` on stderr, credentials masked (a URL it
+    quotes), and return the exit code `code`."""
+    print(f"smcp-sync {command}: {redact_text(message)}", file=sys.stderr)
     return code
 
 

@@ -1,13 +1,13 @@
 """The Computer role: hosts MCP servers (stdio, SSE, streamable HTTP) and serves their
 tools, Desktop windows and Finder documents to an office, or locally without any Server."""
 
+from ..protocol.redaction import REDACTED
 from .channels.finder import FinderPage
 from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory
 from .config.inputs import InputError
 from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
-from .config.redaction import REDACTED
 from .mcp.failures import MCPServerError
 from .mcp.manager import ServerManager
 from .mcp.oauth import OAuthAuthorizationError

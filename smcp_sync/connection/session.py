@@ -73,6 +73,7 @@ from ..protocol.codec import to_wire
 from ..protocol.conventions import error_from_ack
 from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutError
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
+from ..protocol.redaction import redact_text, redact_url
 from ..protocol.versioning import handshake_url, refusal_error
 from ..threads.forks import after_fork_in_child, parent_pid
 from ..threads.gevent_order import require_same_threading, stdlib_patched
@@ -276,7 +277,7 @@ class Connection:
         return sid
 
     def __repr__(self) -> str:
-        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url!r} office={self._office_id!r}>"
+        return f"<Connection {self.role} {self.name!r} {self._state} url={self._url and redact_url(self._url)!r} office={self._office_id!r}>"
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -291,7 +292,7 @@ class Connection:
         require_same_threading(self._made_patched, f"the {self.role} {self.name!r}")
         with self._state_changed:
             if self._state not in (self._DISCONNECTED, self._FORKED):
-                raise RuntimeError(f"{self.name!r} is already {self._state} to {self._url}; close() it first")
+                raise RuntimeError(f"{self.name!r} is already {self._state} to {redact_url(self._url or '')}; close() it first")
             self._state = self._CONNECTING
             self._closing = False
             self._refusal = None
@@ -311,9 +312,10 @@ class Connection:
             with self._state_changed:
                 self._state = self._DISCONNECTED
             self._retire_pool(DEFAULT_CLOSE_TIMEOUT)
+            shown = redact_url(url)  # errors are logged and printed: a key in the URL's query stays here
             if self._auth.failure is not None:
-                raise AuthError(f"cannot connect to {url}: {self._auth.failure}") from None
-            raise self._connect_failure(url, exc) from None
+                raise AuthError(f"cannot connect to {shown}: {self._auth.failure}") from None
+            raise self._connect_failure(shown, exc) from None
         logger.info("%s %r connected to %s (sid %s)", self.role, self.name, url, self.sid)
 
     def _handshake_query(self) -> list[tuple[str, str]]:
@@ -654,7 +656,7 @@ class Connection:
         if handshake is not None:
             return handshake
         if isinstance(exc.__cause__, engineio.exceptions.ConnectionError) or refusal is None:
-            return NotConnectedError(f"cannot connect to {url}: {exc}", details={"url": url})
+            return NotConnectedError(f"cannot connect to {url}: {redact_text(str(exc))}", details={"url": url})
         error = SMCPError.from_wire(refusal.get("data")) or SMCPError.from_wire(refusal)
         if error is not None:
             return error

@@ -139,6 +139,9 @@ class SMCPServer:
             max_auth_failures_per_ip=max_auth_failures_per_ip,
         )
         self.sio = SocketIOServer(limits=self.limits, max_http_buffer_size=max_http_buffer_size, **options)
+        #: Messages for a client that could not be sent (its connection was dropped, or it
+        #: was closing): counted, never raised into the thread that emits.
+        self.send_failures = self.sio.eio.send_failures
         self.registry = registry if registry is not None else InMemoryRegistry()
         self.pending = PendingCalls(self.sio)
         offices = Offices(self.sio, self.registry)

@@ -6,9 +6,10 @@
   at a prompt never leave the machine; only when a placeholder stands where the schema
   needs a non-string value is it rendered, and then password inputs show `REDACTED`;
 * a password input's `default` is `REDACTED`;
-* credentials written inline are `REDACTED` too (`credentials`): a URL's user info and
-  the values of its secret-looking query keys, in `url` and in stdio `args`, and in
-  `args` the value after a secret-looking flag (``--token X``, ``--api-key=X``).
+* credentials written inline are `REDACTED` too (`protocol.redaction`, the one
+  redaction every role uses): a URL's user info and the values of its secret-looking
+  query keys, in `url` and in stdio `args`, and in `args` the value after a
+  secret-looking flag (``--token X``, ``--api-key=X``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,9 @@ from ...protocol.codec import from_wire
 from ...protocol.errors import BadRequestError
 from ...protocol.models import MCPServerConfig, MCPServerInput, PromptStringInput, StdioServerConfig
 from ...protocol.models._fields import evolve
-from .credentials import without_credentials
+from ...protocol.redaction import REDACTED, redact_args, redact_url
 from .inputs import InputResolver
 
-REDACTED = "<redacted>"
 
 
 def public_server_config(raw: Mapping[str, Any], inputs: InputResolver) -> MCPServerConfig | None:
@@ -45,10 +45,10 @@ def public_input(item: MCPServerInput) -> MCPServerInput:
 def _without_secrets(config: MCPServerConfig) -> MCPServerConfig:
     if isinstance(config, StdioServerConfig):
         stdio = config.server_parameters
-        args = without_credentials(stdio.args, REDACTED)
+        args = redact_args(stdio.args)
         return evolve(config, server_parameters=evolve(stdio, env=_masked(stdio.env), args=args))
     remote = config.server_parameters
-    url = without_credentials([remote.url], REDACTED)[0]
+    url = redact_url(remote.url)
     return evolve(config, server_parameters=evolve(remote, headers=_masked(remote.headers), url=url))
 
 

@@ -50,6 +50,7 @@ from ...protocol.models import (
     SseServerConfig,
     StdioServerConfig,
 )
+from ...protocol.redaction import redact_text
 from ..config.env_file import spawn_environment
 from .status import ServerCapabilities, ServerTool
 from .stderr_pipe import StderrTail, stderr_pipe
@@ -88,11 +89,12 @@ class McpFailure(Exception):
     def __init__(
         self, message: str, code: int | None = None, *, data: Any = None, server_message: str | None = None
     ) -> None:
+        message = redact_text(message)  # it may quote a URL, and it goes to logs and Agents
         super().__init__(message)
         self.message = message
         self.code = code
         self.data = data
-        self.server_message = server_message
+        self.server_message = None if server_message is None else redact_text(server_message)
 
 
 class McpConnectionLost(McpFailure):
@@ -212,7 +214,12 @@ class McpSession:
 
 
 def describe_failure(exc: BaseException) -> str:
-    """A one-line, secret-free reason for a failed connection or request."""
+    """A one-line, secret-free reason for a failed connection or request: what failed
+    and where (status, host), credentials masked (`protocol.redaction`)."""
+    return redact_text(_reason(exc))
+
+
+def _reason(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, McpFailure):
@@ -223,6 +230,9 @@ def describe_failure(exc: BaseException) -> str:
         return "timed out"
     if isinstance(exc, OSError) and exc.strerror:
         return f"{type(exc).__name__}: {exc.strerror}"  # no filename: no host paths in diagnostics
+    if isinstance(exc, httpx2.HTTPStatusError):  # its text adds a line of advice
+        response = exc.response
+        return f"HTTP {response.status_code} {response.reason_phrase} from {exc.request.url}"
     if isinstance(exc, httpx2.HTTPError):
         return f"HTTP error: {type(exc).__name__}: {exc}"
     return f"{type(exc).__name__}: {exc}"

@@ -44,9 +44,10 @@ from redis.exceptions import RedisError
 
 from ...protocol.errors import InternalError, NotFoundError, SMCPError
 from ...protocol.models import Role
+from ...protocol.redaction import redact_url
 from ..offices.office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 from ..offices.registry import OfficeRegistry, RegistryListener
-from .redis_deployment import deployment_prefix, redacted
+from .redis_deployment import deployment_prefix
 from .seen_members import SeenMembers
 
 logger = logging.getLogger(__name__)
@@ -185,7 +186,7 @@ class RedisRegistry(OfficeRegistry):
         self.node_ttl = node_ttl
         self._prefix = deployment_prefix(url, prefix)
         self._url = url
-        self._where = redacted(url)
+        self._where = redact_url(url)
         self._connect()
         self._lock = threading.Lock()
         self._local: dict[str, Session] = {}

@@ -27,6 +27,7 @@ import engineio
 import simple_websocket
 import socketio
 from engineio.async_drivers._websocket_wsgi import SimpleWebSocketWSGI
+from engineio.exceptions import SocketIsClosedError
 from engineio.socket import Socket as EngineIOSocket
 from socketio import packet
 
@@ -43,6 +44,7 @@ from ..limits.request_deadlines import shutdown_socket
 from ..limits.send_backlog import BacklogQueue
 from ..offices.answers import refusal_for
 from ..scale_out.publisher import Publisher
+from .send_failures import SendFailures
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +88,10 @@ class StoppableEngineIO(engineio.Server):
         self.max_unauthenticated_bytes = DEFAULT_MAX_UNAUTHENTICATED_BYTES
         self._unauthenticated_bytes: dict[str, int] = {}
         self._received_lock = threading.Lock()
-        self._overflowing: set[str] = set()
+        #: Sessions being dropped (too much waiting for them, or a send failed): nothing
+        #: more is sent to them.
+        self._being_dropped: set[str] = set()
+        self.send_failures = SendFailures()
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
 
     def sleep(self, seconds: float = 0) -> None:
@@ -162,13 +167,26 @@ class StoppableEngineIO(engineio.Server):
 
     def send_packet(self, sid: str, pkt: Any) -> None:
         """Engine.IO's, written by this thread when the websocket takes it at once
-        (`_CuttableWebSocket.send_at_once`), else queued for the writer."""
-        if self._dropping or sid in self._overflowing:
+        (`_CuttableWebSocket.send_at_once`), else queued for the writer. It never raises
+        into the emitting thread (python-socketio's emit loop would stop at this
+        recipient): a send that fails drops this connection, and each failure is counted
+        (`send_failures`)."""
+        if self._dropping or sid in self._being_dropped:
             return
-        websocket = self._websockets.get(sid)
-        if websocket is not None and websocket.send_at_once(pkt):
+        try:
+            websocket = self._websockets.get(sid)
+            if websocket is not None and websocket.send_at_once(pkt):
+                return
+            super().send_packet(sid, pkt)
+        except SocketIsClosedError:  # closed since it was looked up: as if it were gone already
+            self.send_failures.count_closed()
             return
-        super().send_packet(sid, pkt)
+        except Exception as exc:  # the one guard: the windows known are closed at their causes
+            self.send_failures.count_failed()
+            # the type only: a message may quote the packet, and that the data sent
+            logger.warning("dropping Engine.IO connection %s: a send to it failed (%s)", sid, type(exc).__name__)
+            self._drop_soon(sid)
+            return
         queue = getattr(self.sockets.get(sid), "queue", None)
         if isinstance(queue, BacklogQueue) and queue.backlog > self.max_send_backlog:
             self._drop_overfull(sid, queue.backlog)
@@ -193,11 +211,8 @@ class StoppableEngineIO(engineio.Server):
                     pkt.data.update(advertisement())
 
     def _drop_overfull(self, sid: str, backlog: int) -> None:
-        """Stop queueing for `sid` and drop it from the deadline thread: the sender may
-        hold locks (an office broadcast) that the disconnect handlers take."""
-        if sid in self._overflowing:
+        if sid in self._being_dropped:
             return
-        self._overflowing.add(sid)
         logger.warning(
             "dropping Engine.IO connection %s: %d bytes wait to be sent to it, more than max_send_backlog (%d); "
             "the client is not reading",
@@ -205,12 +220,20 @@ class StoppableEngineIO(engineio.Server):
             backlog,
             self.max_send_backlog,
         )
+        self._drop_soon(sid)
+
+    def _drop_soon(self, sid: str) -> None:
+        """Stop sending to `sid` and drop it from the deadline thread: the sender may
+        hold locks (an office broadcast) that the disconnect handlers take."""
+        if sid in self._being_dropped:
+            return
+        self._being_dropped.add(sid)
 
         def drop() -> None:
             try:
                 self.cut(sid)
             finally:
-                self._overflowing.discard(sid)
+                self._being_dropped.discard(sid)
 
         self.deadlines.call_at(0.0, drop)
 
@@ -327,7 +350,10 @@ def _ping(sock: EngineIOSocket) -> None:
     """What `Socket._send_ping` does once its sleep is over."""
     if not sock.closing and not sock.closed:
         sock.last_ping = time.time()
-        sock.send(engineio.packet.Packet(engineio.packet.PING))
+        try:
+            sock.send(engineio.packet.Packet(engineio.packet.PING))
+        except SocketIsClosedError:  # closed since the check: no ping is due
+            pass
 
 
 def _query_sid(query: str) -> str | None:
@@ -359,7 +385,13 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         self._eio_sid = self._socket.sid
         self._server = server
         self.raw: socket.socket | None = None
-        self._writing = threading.Lock()  # one frame at a time: the writer's or `send_at_once`'s
+        #: The websocket once its handshake is done (`__call__`); Engine.IO's session may
+        #: be sent to before then (on long-polling, which it is upgrading from).
+        self.ws: _InlineWebSocket | None = None
+        #: One frame at a time (the writer's, `send_at_once`'s or `close`'s), and never
+        #: while the reader is taking in a frame: a close frame changes the websocket's
+        #: state, and wsproto refuses to send a message once a close has begun.
+        self._writing = threading.Lock()
 
     def send(self, message: Any) -> None:
         """What Engine.IO's writer calls for each packet it took from the queue."""
@@ -377,9 +409,12 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         socket has room (`write_at_once`). False: queue it, as Engine.IO does. Saves the
         writer's wake-up per message; a peer that reads nothing still only fills the queue,
         where `max_send_backlog` drops it. A session that began on long-polling keeps
-        queueing: the packets its polls took are never counted off as written (`idle`)."""
+        queueing: the packets its polls took are never counted off as written (`idle`).
+        A write that fails shuts the socket down and is counted (`send_failures`)."""
         sock, ws, data = self._socket, self.ws, pkt.data
-        if ws is None or sock.closed or sock.upgrading or not isinstance(sock.queue, BacklogQueue):
+        if ws is None or not sock.upgraded or sock.upgrading or sock.closing or sock.closed:
+            return False  # not on this websocket yet, or no longer
+        if not isinstance(sock.queue, BacklogQueue):
             return False
         # measured on the data, encoded only once written: a packet queued instead is
         # encoded by the writer (its encoding adds the packet type: `>=` keeps it within)
@@ -388,12 +423,15 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         if not self._writing.acquire(blocking=False):
             return False
         try:
-            if not (sock.queue.idle() and room_to_write(self.raw)):
+            # `connected` is the reader's view, current under `_writing`: false once a
+            # close frame came (Engine.IO's writer then ends the connection)
+            if not (ws.connected and sock.queue.idle() and room_to_write(self.raw)):
                 return False
             if sock.check_ping_timeout():  # else it closes the session, as its `send` would
                 ws.send(pkt.encode())
             return True
         except (OSError, simple_websocket.ConnectionClosed):  # a frame may be cut: end it all
+            self._server.send_failures.count_failed()
             if self.raw is not None:
                 shutdown_socket(self.raw)  # the reading thread sees the end at once
             return True
@@ -413,19 +451,21 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             environ.pop("eventlet.input", None)
             environ[key] = _CountedSocket(self.raw, self._server, self._eio_sid)
             # SimpleWebSocketWSGI.__call__, on an `_InlineWebSocket`
-            self.ws = _InlineWebSocket(environ)
+            self.ws = ws = _InlineWebSocket(environ, self._writing)
             answer = self.app(self)
-            if self.ws.mode == "gunicorn":
+            if ws.mode == "gunicorn":
                 raise StopIteration()
-            if self.ws.mode == "werkzeug":
+            if ws.mode == "werkzeug":
                 raise ConnectionError()
             return answer
         finally:
             self._server._websocket_closed(self._eio_sid)
 
     def close(self) -> None:
+        """Send a close frame unless one came or went already, then shut the socket."""
         try:
-            super().close()
+            with self._writing:  # `connected` is current: a close frame read meanwhile
+                super().close()
         except OSError:  # the peer is gone or not reading (send timed out)
             pass
         if self.raw is not None:
@@ -467,11 +507,16 @@ class _InlineWebSocket(simple_websocket.Server):
     thread of its own: an idle connection holds one thread less (benchmarks/README.md,
     capacity). Engine.IO reads its websocket in one loop, so one reader is all it needs.
     Private parts used (simple-websocket 1.0 to 1.1): `_handle_events`, `input_buffer`,
-    `connected`."""
+    `connected`.
+
+    What it reads is taken in (wsproto's state, `connected`) under `taking_in`, the lock
+    its writers hold: a writer sees a close frame either not yet or fully handled, never
+    the state wsproto refuses messages in while `connected` is still true."""
 
     connected: bool
 
-    def __init__(self, environ: dict[str, Any]) -> None:
+    def __init__(self, environ: dict[str, Any], taking_in: threading.Lock) -> None:
+        self._taking_in = taking_in
         super().__init__(environ, thread_class=_NoThread, event_class=_NoEvent)
         # The handshake is over (or failed: then nothing reads on): wsproto keeps its
         # HTTP parser for the life of the connection (~3 KB), asking it only for events.
@@ -484,8 +529,9 @@ class _InlineWebSocket(simple_websocket.Server):
                 data = self.sock.recv(self.receive_bytes)
                 if not data:
                     raise ConnectionResetError()
-                self.ws.receive_data(data)
-                self.connected = self._handle_events()
+                with self._taking_in:
+                    self.ws.receive_data(data)
+                    self.connected = self._handle_events()
             except (OSError, simple_websocket.ws.LocalProtocolError):
                 self.connected = False
         if self.input_buffer:
