@@ -273,7 +273,7 @@ def test_where_a_member_of_another_node_is_is_remembered_until_it_leaves_or_move
 
 def populate(registry: RedisRegistry, count: int, per_office: int, workers: int = 8) -> dict[str, set[str]]:
     """`count` Computers joined through `registry` (on `workers` threads), `per_office` to an
-    office; returns each office's sids."""
+    office ``o0``, ``o1``...; returns each office's sids."""
     offices: dict[str, set[str]] = {}
     for i in range(count):
         offices.setdefault(f"o{i // per_office}", set()).add(f"{registry.incarnation[:6]}-{i}")
