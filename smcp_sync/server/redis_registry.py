@@ -39,12 +39,12 @@ import uuid
 from typing import Any, Callable, Iterable, Iterator
 
 import attrs
-import redis
 from redis.exceptions import RedisError, WatchError
 
 from ..protocol.errors import InternalError, NotFoundError, SMCPError
 from ..protocol.models import Role
 from .office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
+from .redis_connection import redis_client
 from .redis_deployment import deployment_prefix, redacted
 from .registry import OfficeRegistry, RegistryListener
 from .seen_members import SeenMembers
@@ -53,8 +53,6 @@ logger = logging.getLogger(__name__)
 
 #: A node whose heartbeat is older than this is dead: its members are purged.
 DEFAULT_NODE_TTL = 5.0
-#: Longest a Redis command may block (connect or answer).
-REDIS_TIMEOUT = 2.0
 #: Members of other nodes remembered from `find` (and sessions heard ending), at most.
 REMEMBERED = 10_000
 #: Members written back in one Redis transaction, and purged by one script call: one
@@ -376,9 +374,7 @@ class RedisRegistry(OfficeRegistry):
 
     def _connect(self) -> None:
         """A Redis client (its own connection pool) and the scripts bound to it."""
-        self._redis = redis.Redis.from_url(
-            self._url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, decode_responses=True
-        )
+        self._redis = redis_client(self._url, decode_responses=True)
         self._drop = self._redis.register_script(_DROP)
         self._purge = self._redis.register_script(_PURGE)
         self._members = self._redis.register_script(_MEMBERS)
