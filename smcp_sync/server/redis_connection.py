@@ -17,6 +17,7 @@ the 101st at once: "Too many connections").
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -40,6 +41,18 @@ _DIRECT_SCHEMES = ("redis", "rediss", "unix")
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     """redis-py's Sentinel pool (connections to the master the Sentinels name, dropped
     when it changes) with its blocking pool's bounded wait for a free connection."""
+
+    def disconnect(self, inuse_connections: bool = True) -> None:
+        """The Sentinel pool passes `inuse_connections` when the master changes; before
+        redis-py 7.1 the blocking pool's `disconnect` takes no argument and drops every
+        connection (those in use talk to the old master anyway)."""
+        if _DISCONNECT_CHOOSES:
+            BlockingConnectionPool.disconnect(self, inuse_connections)
+        else:
+            BlockingConnectionPool.disconnect(self)
+
+
+_DISCONNECT_CHOOSES = "inuse_connections" in inspect.signature(BlockingConnectionPool.disconnect).parameters
 
 
 def database(url: str) -> int:

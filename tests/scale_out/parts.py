@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import redis
 
@@ -31,9 +31,13 @@ class RedisServer:
     persistence, unless `data_dir` is given: then `snapshot()` saves an RDB file there,
     which the next `start()` loads (a Redis restored from a snapshot)."""
 
-    def __init__(self, binary: str, data_dir: Path | None = None) -> None:
+    def __init__(
+        self, binary: str, data_dir: Path | None = None, arguments: tuple[str, ...] = (), config: Path | None = None
+    ) -> None:
         self.binary = binary
         self.data_dir = data_dir
+        self.arguments = arguments
+        self.config = config
         with socket.socket() as probe:  # a free port, kept for restarts
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -48,9 +52,11 @@ class RedisServer:
         self.stop()
 
     def start(self) -> None:
-        command = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command = [self.binary] + ([str(self.config)] if self.config is not None else [])  # a config file comes first
+        command += ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         if self.data_dir is not None:
             command += ["--dir", str(self.data_dir), "--dbfilename", "snapshot.rdb"]
+        command += self.arguments
         self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT
         while True:
@@ -99,6 +105,91 @@ class RedisServer:
             process.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
             process.terminate()
             process.wait(START_TIMEOUT)
+
+    def kill(self) -> None:
+        """SIGKILL: Redis ends without a word (a master lost, for its Sentinels)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait(START_TIMEOUT)
+
+
+#: The master's name the Sentinels of `sentinel_group` watch.
+SERVICE = "mymaster"
+
+
+class SentinelGroup:
+    """A master, a replica of it and three Sentinels (`redis-server --sentinel`, their
+    config files in `directory`: Sentinels rewrite them) on 127.0.0.1, a master declared
+    down after 1 s. `url` names them as a scale-out node is given them."""
+
+    def __init__(self, binary: str, directory: Path) -> None:
+        self.master = RedisServer(binary)
+        self.replica = RedisServer(binary, arguments=("--replicaof", "127.0.0.1", str(self.master.port)))
+        self.sentinels: list[RedisServer] = []
+        for i in range(3):
+            config = directory / f"sentinel-{i}.conf"
+            config.write_text(
+                f"sentinel monitor {SERVICE} 127.0.0.1 {self.master.port} 2\n"
+                f"sentinel down-after-milliseconds {SERVICE} 1000\n"
+                f"sentinel failover-timeout {SERVICE} 10000\n"
+            )
+            self.sentinels.append(RedisServer(binary, arguments=("--sentinel",), config=config))
+        hosts = ",".join(f"127.0.0.1:{sentinel.port}" for sentinel in self.sentinels)
+        self.url = f"redis+sentinel://{hosts}/0/{SERVICE}"
+
+    def __enter__(self) -> SentinelGroup:
+        try:
+            for server in (self.master, self.replica, *self.sentinels):
+                server.start()
+            deadline = time.monotonic() + START_TIMEOUT
+            while not self._watched():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Sentinels did not see the replica in sync")
+                time.sleep(0.05)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for server in (*self.sentinels, self.replica, self.master):
+            server.stop()
+
+    def master_port(self) -> int:
+        """The master's port as the first Sentinel names it now."""
+        _, port = self.sentinels[0].command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)  # type: ignore[misc]
+        return int(port)
+
+    def _watched(self) -> bool:
+        """The replica in sync, and every Sentinel knows it and the other Sentinels."""
+        replication = self.replica.command("INFO", "replication")  # redis-py reads it into a dict
+        if replication.get("master_link_status") != "up":  # type: ignore[attr-defined]
+            return False
+        for sentinel in self.sentinels:
+            master = _fields(sentinel.command("SENTINEL", "MASTER", SERVICE))
+            if master["num-slaves"] != "1" or master["num-other-sentinels"] != "2":
+                return False
+        return True
+
+
+def _fields(reply: Any) -> dict[str, str]:
+    """A Sentinel's field-value reply as text (redis-py versions give a list or a dict)."""
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+    text = lambda value: value.decode() if isinstance(value, bytes) else str(value)  # noqa: E731
+    return {text(field): text(value) for field, value in pairs}
+
+
+@contextlib.contextmanager
+def sentinel_group(directory: Path) -> Iterator[SentinelGroup]:
+    """A started `SentinelGroup`; the test skips without a `redis-server` binary."""
+    binary = redis_binary()
+    if binary is None:
+        import pytest  # only tests get here
+
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
+    with SentinelGroup(binary, directory) as group:
+        yield group
 
 
 def redis_binary() -> str | None:
