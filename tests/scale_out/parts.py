@@ -32,7 +32,12 @@ class RedisServer:
     which the next `start()` loads (a Redis restored from a snapshot)."""
 
     def __init__(
-        self, binary: str, data_dir: Path | None = None, arguments: tuple[str, ...] = (), config: Path | None = None
+        self,
+        binary: str,
+        data_dir: Path | None = None,
+        arguments: tuple[str, ...] = (),
+        config: Path | None = None,
+        tls: Path | None = None,
     ) -> None:
         self.binary = binary
         self.data_dir = data_dir
@@ -42,6 +47,11 @@ class RedisServer:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        if tls is not None:  # TLS only, with the certificates `certificates()` made in `tls`
+            self.arguments += ("--port", "0", "--tls-port", str(self.port), "--tls-auth-clients", "no")
+            self.arguments += ("--tls-cert-file", str(tls / "redis.crt"), "--tls-key-file", str(tls / "redis.key"))
+            self.arguments += ("--tls-ca-cert-file", str(tls / "ca.crt"))
+            self.url = f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={tls / 'ca.crt'}"
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> RedisServer:
@@ -114,6 +124,29 @@ class RedisServer:
             process.wait(START_TIMEOUT)
 
 
+def certificates(directory: Path) -> Path:
+    """A certificate authority (``ca.crt``) and a certificate it signed for 127.0.0.1
+    (``redis.crt``, ``redis.key``), made in `directory` by the `openssl` command."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        import pytest  # only tests get here
+
+        pytest.skip("the openssl command is not installed (Debian: apt-get install openssl)")
+
+    def run(*arguments: str) -> None:
+        subprocess.run([openssl, *arguments], cwd=directory, check=True, capture_output=True, timeout=START_TIMEOUT)
+
+    ca = ("-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # Python 3.13 checks them
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA", *ca, "-keyout", "ca.key", "-out", "ca.crt")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "redis.key", "-out", "redis.csr")
+    (directory / "san.cnf").write_text(
+        "subjectAltName = IP:127.0.0.1\nkeyUsage = critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage = serverAuth\nauthorityKeyIdentifier = keyid,issuer\n"
+    )
+    run("x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1", "-extfile", "san.cnf", "-out", "redis.crt")
+    return directory
+
+
 #: The master's name the Sentinels of `sentinel_group` watch.
 SERVICE = "mymaster"
 
@@ -183,12 +216,7 @@ def _fields(reply: Any) -> dict[str, str]:
 @contextlib.contextmanager
 def sentinel_group(directory: Path) -> Iterator[SentinelGroup]:
     """A started `SentinelGroup`; the test skips without a `redis-server` binary."""
-    binary = redis_binary()
-    if binary is None:
-        import pytest  # only tests get here
-
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
-    with SentinelGroup(binary, directory) as group:
+    with SentinelGroup(_binary(), directory) as group:
         yield group
 
 
@@ -197,15 +225,21 @@ def redis_binary() -> str | None:
 
 
 @contextlib.contextmanager
-def redis_server(data_dir: Path | None = None) -> Iterator[RedisServer]:
-    """A started `RedisServer`; the test skips when there is no `redis-server` binary."""
+def redis_server(data_dir: Path | None = None, tls: Path | None = None) -> Iterator[RedisServer]:
+    """A started `RedisServer` (`tls`: see its class); the test skips when there is no
+    `redis-server` binary."""
+    with RedisServer(_binary(), data_dir, tls=tls) as server:
+        yield server
+
+
+def _binary() -> str:
+    """The `redis-server` binary; the test skips without one."""
     binary = redis_binary()
     if binary is None:
         import pytest  # only tests get here
 
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
-    with RedisServer(binary, data_dir) as server:
-        yield server
+    return binary
 
 
 class Node:

@@ -17,7 +17,7 @@ from smcp_sync import Agent, SMCPServer
 from smcp_sync.protocol import ErrorCode
 from smcp_sync.protocol.errors import SMCPError
 
-from .parts import nodes, sentinel_group
+from .parts import certificates, nodes, redis_server, sentinel_group
 from .test_redis_restart import NO_RECONNECT, TIMEOUT, answered_by, listed, named_computer
 
 pytestmark = pytest.mark.timeout(120)
@@ -58,3 +58,19 @@ def test_a_redis_url_of_another_form_is_refused_saying_which_forms_work() -> Non
         with pytest.raises(ValueError, match="cannot read the Redis URL") as refused:
             SMCPServer(redis_url=url)
         assert says in str(refused.value) and "s3cret" not in str(refused.value)
+
+
+def test_nodes_share_offices_through_a_redis_spoken_to_over_tls(tmp_path: Path, no_leaks: None) -> None:
+    with redis_server(tls=certificates(tmp_path)) as redis, contextlib.ExitStack() as stack:
+        assert redis.url.startswith("rediss://")  # and the server has no plain-text port
+        a = stack.enter_context(SMCPServer(redis_url=redis.url))
+        b = stack.enter_context(SMCPServer(redis_url=redis.url))
+        a.start(), b.start()
+        agent = stack.enter_context(Agent("agent", reconnect=NO_RECONNECT))
+        agent.connect(a.url, timeout=TIMEOUT)
+        agent.join_office("tls", timeout=TIMEOUT)
+        stack.enter_context(named_computer(b.url, "tls", "pc"))
+        assert answered_by(agent, "pc") == "pc"  # through the message queue
+        assert listed(agent) == {("agent", "agent"), ("computer", "pc")}  # through the registry
+        redis.command("FLUSHALL")
+        wait_until(lambda: listed(agent) == {("agent", "agent"), ("computer", "pc")}, TIMEOUT, "written back")
