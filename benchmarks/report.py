@@ -111,8 +111,23 @@ def registry_table(rows: list[dict[str, Any]]) -> Table:
 
 
 def failover_table(seconds: list[float]) -> Table:
+    return _failovers("Scale-out: failover, SIGKILL of a node → Agent back in office and answered", "kills", seconds)
+
+
+def recovery_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table("Scale-out: recovery of one node's members", ["members", "written back after FLUSHALL s", "s per 1,000", "purged s"])
+    for row in rows:
+        table.add(row["members"], row["write_back_s"], row["per_1000_s"], row["purge_s"])
+    return table
+
+
+def sentinel_table(seconds: list[float]) -> Table:
+    return _failovers("Scale-out: Sentinel failover, SIGKILL of the master → office whole and routed", "failovers", seconds)
+
+
+def _failovers(title: str, what: str, seconds: list[float]) -> Table:
     ordered = sorted(seconds)
-    table = Table("Scale-out: failover, SIGKILL of a node → Agent back in office and answered", ["kills", "p50 s", "p99 s", "max s"])
+    table = Table(title, [what, "p50 s", "p99 s", "max s"])
     table.add(len(ordered), percentile(ordered, 50), percentile(ordered, 99), ordered[-1])
     return table
 

@@ -15,11 +15,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
 
 import redis
+
+from smcp_sync.server.redis_registry import RedisRegistry
 
 NODE = str(Path(__file__).with_name("node.py"))
 #: Seconds for Redis or a node to come up, or to go away.
@@ -240,6 +243,28 @@ def _binary() -> str:
 
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
     return binary
+
+
+def populate(registry: RedisRegistry, count: int, per_office: int, workers: int = 8) -> dict[str, set[str]]:
+    """`count` Computers joined through `registry` (on `workers` threads), `per_office` to an
+    office ``o0``, ``o1``...; returns each office's sids."""
+    offices: dict[str, set[str]] = {}
+    for i in range(count):
+        offices.setdefault(f"o{i // per_office}", set()).add(f"{registry.incarnation[:6]}-{i}")
+
+    def join(share: list[tuple[str, str]]) -> None:
+        for office, sid in share:
+            registry.add_session(sid)
+            registry.join(sid, "computer", f"pc-{sid}", office)
+
+    pairs = sorted((office, sid) for office, sids in offices.items() for sid in sids)
+    threads = [threading.Thread(target=join, args=(pairs[i::workers],)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+        assert not thread.is_alive()
+    return offices
 
 
 class Node:

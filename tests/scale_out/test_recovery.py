@@ -20,7 +20,7 @@ from smcp_sync.server.office_rules import Session
 from smcp_sync.server.redis_registry import RedisRegistry
 from smcp_sync.server.registry import RegistryListener
 
-from .parts import redis_server
+from .parts import populate, redis_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -269,27 +269,6 @@ def test_where_a_member_of_another_node_is_is_remembered_until_it_leaves_or_move
         assert b.find("o", "computer", "pc") is not None and b.recall("o", "computer", "pc")[0]
         redis.command("CLIENT", "KILL", "TYPE", "pubsub")
         wait_until(lambda: b.recall("o", "computer", "pc") == (False, None), 10.0, "forgotten on resubscribing")
-
-
-def populate(registry: RedisRegistry, count: int, per_office: int, workers: int = 8) -> dict[str, set[str]]:
-    """`count` Computers joined through `registry` (on `workers` threads), `per_office` to an
-    office ``o0``, ``o1``...; returns each office's sids."""
-    offices: dict[str, set[str]] = {}
-    for i in range(count):
-        offices.setdefault(f"o{i // per_office}", set()).add(f"{registry.incarnation[:6]}-{i}")
-
-    def join(share: list[tuple[str, str]]) -> None:
-        for office, sid in share:
-            joined(registry, sid, "computer", f"pc-{sid}", office)
-
-    pairs = sorted((office, sid) for office, sids in offices.items() for sid in sids)
-    threads = [threading.Thread(target=join, args=(pairs[i::workers],)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-        assert not thread.is_alive()
-    return offices
 
 
 def heartbeats_seen(redis: Any, registry: RedisRegistry, count: int) -> None:

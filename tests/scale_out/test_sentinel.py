@@ -37,8 +37,11 @@ def test_a_sentinel_failover_is_survived_like_a_redis_restart(tmp_path: Path) ->
         whole = {("agent", "agent"), ("computer", "pc")}
         assert listed(agent) == whole
 
+        epoch = group.master.command("GET", "smcp:0:epoch")
         group.master.kill()
         wait_until(lambda: group.master_port() == group.replica.port, RECOVERED, "the replica promoted")
+        # the replica had the old master's data, epoch included: the nodes see it is another Redis's
+        wait_until(lambda: group.replica.command("GET", "smcp:0:epoch") not in (None, epoch), RECOVERED, "a new epoch")
         wait_until(lambda: answered_by(agent, "pc") == "pc", RECOVERED, "a call across the nodes again")
         wait_until(lambda: listed(agent) == whole, RECOVERED, "the office whole again")
         with Agent("intruder", reconnect=NO_RECONNECT) as intruder:  # the Agent's place is taken still
