@@ -81,11 +81,11 @@ def sentinel_failover(quick: bool) -> list[float]:
 
 def _failover() -> float:
     from smcp_sync.agent import Agent
-    from smcp_sync.connection.session import Connection, ReconnectPolicy
-    from smcp_sync.protocol import events, to_wire
+    from smcp_sync.connection.session import ReconnectPolicy
     from smcp_sync.protocol.errors import SMCPError
-    from smcp_sync.protocol.models import CallToolResult, TextContent
     from tests.scale_out.parts import nodes
+
+    from .scale_out import office_of_two
 
     def whole(agent: Agent) -> bool:
         try:
@@ -98,14 +98,7 @@ def _failover() -> float:
     assert binary is not None
     with tempfile.TemporaryDirectory() as directory, SentinelGroup(binary, Path(directory)) as group:
         with nodes(group.url, 2) as (a, b), contextlib.ExitStack() as stack:
-            agent = stack.enter_context(Agent("agent", reconnect=ReconnectPolicy(enabled=False)))
-            agent.connect(a.url, timeout=10)
-            agent.join_office("failover", timeout=10)
-            computer = Connection("computer", "pc")
-            stack.callback(computer.close)
-            computer.on(events.TOOL_CALL, lambda payload: to_wire(CallToolResult(content=[TextContent(text="pc")])))
-            computer.connect(b.url, timeout=10)
-            computer.join_office("failover", 10)
+            agent = office_of_two(stack, Agent("agent", reconnect=ReconnectPolicy(enabled=False)), a.url, b.url, "failover")
             _wait(lambda: whole(agent), "the office whole before the kill")
             epoch = group.master.command("GET", EPOCH)
             started = time.perf_counter()
