@@ -7,16 +7,19 @@ target office under `WATCH`, decides with `office_rules.plan_join` and writes in
 scripts, so a dead node's members are purged, and announced, by exactly one survivor.
 
 Recovery (README, Scale-out). Redis's data has an *epoch*: a token naming the Redis
-process (its `run_id`) that holds it. A restart (empty or from a snapshot) or a flush
-loses it, and the first node to see that writes a new one. A node writes under an
+process (its `run_id`) that holds it. A restart (empty or from a snapshot), a flush or a
+Sentinel failover (another Redis process) loses it, and the first node to see that
+writes a new one. A node writes under an
 *incarnation* of its own in one epoch; every record names both. Only the heartbeat
 asserts an incarnation alive (``alive:{incarnation}`` holds the epoch, expiring after
 `node_ttl`); a record counts only while its incarnation is alive in the current epoch,
 so records of dead incarnations (a killed node, a snapshot's ghosts) are never seen
 again, whatever Redis still holds. When the epoch changes, or its incarnation was
 declared dead, a node starts a new incarnation and writes its members back from its
-memory, each under the session's own lock (the lock live joins and leaves take) and
-under the office rules; what fails is retried on the next beat.
+memory, in batches of one transaction each, under the sessions' own locks (those live
+joins and leaves take) and the office rules, its heartbeat refreshed before each batch
+(so no other node purges it mid-way: time linear in members); what fails is retried on
+the next beat. A dead incarnation's members are purged in batches too.
 
 Keys (after the deployment's prefix, `redis_deployment`): ``epoch``; ``s:{sid}`` a joined
 session (JSON); ``o:{office}`` its members (sorted set, scored by the ``order`` counter
