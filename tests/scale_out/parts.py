@@ -160,8 +160,11 @@ class SentinelGroup:
     down after 1 s. `url` names them as a scale-out node is given them."""
 
     def __init__(self, binary: str, directory: Path) -> None:
-        self.master = RedisServer(binary)
-        self.replica = RedisServer(binary, arguments=("--replicaof", "127.0.0.1", str(self.master.port)))
+        # each in a folder of its own: a replica saves the master's data it loads to its folder
+        for folder in ("master", "replica"):
+            (directory / folder).mkdir()
+        self.master = RedisServer(binary, directory / "master")
+        self.replica = RedisServer(binary, directory / "replica", arguments=("--replicaof", "127.0.0.1", str(self.master.port)))
         self.sentinels: list[RedisServer] = []
         for i in range(3):
             config = directory / f"sentinel-{i}.conf"
