@@ -30,7 +30,7 @@ from typing import Any
 
 from tests.interop.venv import CURRENT, LEGACY, official_sdk_python
 
-from . import capacity, echo, finder, hostile, loadgen, memory, paths, report, roundtrip, scale_out
+from . import capacity, echo, finder, hostile, loadgen, memory, paths, redis_recovery, report, roundtrip, scale_out
 
 log = logging.getLogger("benchmarks")
 
@@ -108,6 +108,8 @@ class Run:
         self.capacity_results: dict[str, Any] | None = None
         self.registry_results: list[dict[str, Any]] | None = None
         self.failover_results: list[float] | None = None
+        self.recovery_results: list[dict[str, Any]] | None = None
+        self.sentinel_results: list[float] | None = None
         self.quick = args.quick
         self.loads: dict[str, tuple[list[float], list[float]]] = {}
         self.failures: dict[str, str] = {}
@@ -153,6 +155,12 @@ class Run:
     def failover_section(self) -> None:
         self.failover_results = scale_out.failover(self.quick)
 
+    def recovery_section(self) -> None:
+        self.recovery_results = redis_recovery.recovery(self.quick)
+
+    def sentinel_section(self) -> None:
+        self.sentinel_results = redis_recovery.sentinel_failover(self.quick)
+
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.echo is not None:
@@ -168,6 +176,8 @@ class Run:
         if "scale_out" in self.sections:
             steps.append(("registry", self.registry_section))
             steps.append(("failover", self.failover_section))
+            steps.append(("recovery", self.recovery_section))
+            steps.append(("sentinel failover", self.sentinel_section))
         for name, step in steps:
             log.info("%s ...", name)
             before, started = list(os.getloadavg()), time.monotonic()
@@ -201,6 +211,10 @@ class Run:
             tables.append(report.registry_table(self.registry_results))
         if self.failover_results is not None:
             tables.append(report.failover_table(self.failover_results))
+        if self.recovery_results is not None:
+            tables.append(report.recovery_table(self.recovery_results))
+        if self.sentinel_results is not None:
+            tables.append(report.sentinel_table(self.sentinel_results))
         tables.append(report.load_note(self.loads))
         return tables
 
@@ -226,6 +240,8 @@ class Run:
             "capacity": self.capacity_results,
             "registry": self.registry_results,
             "failover": self.failover_results,
+            "recovery": self.recovery_results,
+            "sentinel_failover": self.sentinel_results,
             "load": self.loads,
             "failures": self.failures,
         }

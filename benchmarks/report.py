@@ -104,15 +104,34 @@ def ratios_table(rows: list[tuple[str, float | None, str]]) -> Table:
 
 
 def registry_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table("Scale-out: Redis office registry operations (one thread)", ["operation", "calls", "ops/s", "µs/call"])
-    for row in rows:
-        table.add(row["operation"], row["calls"], row["ops_per_s"], row["us_per_call"])
-    return table
+    columns = {"operation": "operation", "calls": "calls", "ops/s": "ops_per_s", "µs/call": "us_per_call"}
+    return _rows_table("Scale-out: Redis office registry operations (one thread)", columns, rows)
 
 
 def failover_table(seconds: list[float]) -> Table:
+    return _failovers("Scale-out: failover, SIGKILL of a node → Agent back in office and answered", "kills", seconds)
+
+
+def recovery_table(rows: list[dict[str, Any]]) -> Table:
+    columns = {"members": "members", "written back after FLUSHALL s": "write_back_s", "s per 1,000": "per_1000_s", "purged s": "purge_s"}
+    return _rows_table("Scale-out: recovery of one node's members", columns, rows)
+
+
+def _rows_table(title: str, columns: dict[str, str], rows: list[dict[str, Any]]) -> Table:
+    """A table of `rows`, one column per heading of `columns` showing that key of each row."""
+    table = Table(title, list(columns))
+    for row in rows:
+        table.add(*(row[key] for key in columns.values()))
+    return table
+
+
+def sentinel_table(seconds: list[float]) -> Table:
+    return _failovers("Scale-out: Sentinel failover, SIGKILL of the master → office whole and routed", "failovers", seconds)
+
+
+def _failovers(title: str, what: str, seconds: list[float]) -> Table:
     ordered = sorted(seconds)
-    table = Table("Scale-out: failover, SIGKILL of a node → Agent back in office and answered", ["kills", "p50 s", "p99 s", "max s"])
+    table = Table(title, [what, "p50 s", "p99 s", "max s"])
     table.add(len(ordered), percentile(ordered, 50), percentile(ordered, 99), ordered[-1])
     return table
 

@@ -122,16 +122,31 @@ def _rate(name: str, per_call: int, call: Callable[[], Any], seconds: float) -> 
     return {"operation": name, "calls": count, "ops_per_s": count * per_call / elapsed, "us_per_call": elapsed / count * 1e6}
 
 
+def office_of_two(stack: contextlib.ExitStack, agent: Any, agent_url: str, computer_url: str, office: str) -> Any:
+    """`agent` joined to `office` at `agent_url`, with a Computer ``pc`` at `computer_url`
+    that answers every tool call with its name; both closed by `stack`."""
+    from smcp_sync.connection.session import Connection
+    from smcp_sync.protocol import events, to_wire
+    from smcp_sync.protocol.models import CallToolResult, TextContent
+
+    stack.enter_context(agent)
+    agent.connect(agent_url, timeout=10)
+    agent.join_office(office, timeout=10)
+    computer = Connection("computer", "pc")
+    stack.callback(computer.close)
+    computer.on(events.TOOL_CALL, lambda payload: to_wire(CallToolResult(content=[TextContent(text="pc")])))
+    computer.connect(computer_url, timeout=10)
+    computer.join_office(office, 10)
+    return agent
+
+
 def failover(quick: bool) -> list[float]:
     """Seconds from each SIGKILL of the node holding the Agent and the Computer until the
     Agent has a call answered again, back in its office."""
     from urllib.parse import urlsplit
 
     from smcp_sync.agent import Agent
-    from smcp_sync.connection.session import Connection
-    from smcp_sync.protocol import events, to_wire
     from smcp_sync.protocol.errors import SMCPError
-    from smcp_sync.protocol.models import CallToolResult, TextContent
     from tests.scale_out.parts import Node
     from tests.scale_out.proxy import Proxy
 
@@ -151,14 +166,7 @@ def failover(quick: bool) -> list[float]:
         for node in live:
             stack.callback(node.stop)
         proxy = stack.enter_context(Proxy([address(node) for node in live]))
-        agent = stack.enter_context(Agent("bench-a"))
-        agent.connect(proxy.url, timeout=10)
-        agent.join_office("failover", timeout=10)
-        computer = Connection("computer", "pc")
-        stack.callback(computer.close)
-        computer.on(events.TOOL_CALL, lambda payload: to_wire(CallToolResult(content=[TextContent(text="pc")])))
-        computer.connect(proxy.url, timeout=10)
-        computer.join_office("failover", 10)
+        agent = office_of_two(stack, Agent("bench-a"), proxy.url, proxy.url, "failover")
         for _ in range(QUICK_FAILOVER_KILLS if quick else FAILOVER_KILLS):
             spare = Node(shared.url)
             stack.callback(spare.stop)

@@ -57,7 +57,7 @@ EDGE_SUITES = {
     "oldest": (
         "reliability/", "computer/test_supervision.py", "test_mcp_servers.py",
         "scale_out/test_faults.py", "scale_out/test_failover.py", "scale_out/test_stall_routing.py",
-        "scale_out/test_late_answers.py",
+        "scale_out/test_late_answers.py", "scale_out/test_sentinel.py", "scale_out/test_recovery_at_size.py",
     ),
     "newest": (
         "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py", "hosts/",

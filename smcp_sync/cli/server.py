@@ -142,7 +142,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--redis",
         metavar="URL",
-        help="share offices with every Server given the same Redis (redis://host:6379/0); needs smcp_sync[redis]",
+        help="share offices with every Server given the same Redis (redis://host:6379/0, rediss:// for TLS, "
+        "redis+sentinel://host:26379,host:26379/0/mymaster); needs smcp_sync[redis]",
     )
     parser.add_argument(
         "--redis-prefix",
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
             max_auth_failures_per_socket=args.max_auth_failures_per_socket,
             max_auth_failures_per_ip=args.max_auth_failures_per_ip or None,
         )
-    except (RuntimeError, ValueError) as exc:  # no redis client; a URL redis-py cannot read
+    except (RuntimeError, ValueError) as exc:  # no redis client; a Redis URL of no accepted form
         return fail("server", str(exc), EXIT_FAILURE)
     try:
         server.serve(

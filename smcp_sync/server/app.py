@@ -329,12 +329,12 @@ def _shared_through_redis(
     if registry is not None or "client_manager" in socketio_options:
         raise ValueError("redis_url sets the registry and the client_manager; pass neither with it")
     try:
-        from .scale_out.redis_registry import REDIS_TIMEOUT, RedisRegistry
+        from .scale_out.redis_connection import manager_options
+        from .scale_out.redis_registry import RedisRegistry
     except ImportError as exc:  # the redis client is an optional extra
         raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
-    registry = RedisRegistry(url, prefix=prefix)
-    options = {"socket_connect_timeout": REDIS_TIMEOUT, "socket_timeout": REDIS_TIMEOUT}
-    return registry, StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=options)
+    registry = RedisRegistry(url, prefix=prefix)  # refuses a URL of a form the manager does not take either
+    return registry, StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=manager_options())
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:

@@ -17,15 +17,15 @@ import sys
 
 from smcp_sync import SMCPServer
 from smcp_sync.server.transport.engine import StoppableRedisManager
-from smcp_sync.server.scale_out.redis_registry import REDIS_TIMEOUT, RedisRegistry
+from smcp_sync.server.scale_out.redis_connection import manager_options
+from smcp_sync.server.scale_out.redis_registry import RedisRegistry
 
 
 def node(url: str, prefix: str | None, node_ttl: float | None) -> SMCPServer:
     if node_ttl is None:
         return SMCPServer(redis_url=url, redis_prefix=prefix)
     registry = RedisRegistry(url, node_ttl=node_ttl, prefix=prefix)
-    options = {"socket_connect_timeout": REDIS_TIMEOUT, "socket_timeout": REDIS_TIMEOUT}
-    manager = StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=options)
+    manager = StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=manager_options())
     return SMCPServer(registry=registry, client_manager=manager)
 
 

@@ -20,7 +20,7 @@ from smcp_sync.server.offices.office_rules import Session
 from smcp_sync.server.scale_out.redis_registry import RedisRegistry
 from smcp_sync.server.offices.registry import RegistryListener
 
-from .parts import redis_server
+from .parts import populate, redis_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -269,3 +269,46 @@ def test_where_a_member_of_another_node_is_is_remembered_until_it_leaves_or_move
         assert b.find("o", "computer", "pc") is not None and b.recall("o", "computer", "pc")[0]
         redis.command("CLIENT", "KILL", "TYPE", "pubsub")
         wait_until(lambda: b.recall("o", "computer", "pc") == (False, None), 10.0, "forgotten on resubscribing")
+
+
+def heartbeats_seen(redis: Any, registry: RedisRegistry, count: int) -> None:
+    """Wait until `registry`'s heartbeat has refreshed its alive key `count` times."""
+    key = registry.prefix + f"alive:{registry.incarnation}"
+    last = [redis.command("PTTL", key)]
+
+    def refreshed() -> bool:
+        ttl = redis.command("PTTL", key)
+        rose, last[0] = ttl > last[0], ttl
+        return bool(rose)
+
+    for _ in range(count):
+        wait_until(refreshed, 4 * registry.node_ttl, "a heartbeat")
+
+
+def test_more_members_than_one_ttl_could_write_back_one_by_one_come_back_and_nobody_is_purged() -> None:
+    """2,000 members, one node, a 2 s TTL: written back one transaction of ~9 round trips
+    each (~400 a second), the write-back outlasted the TTL, the other node purged the
+    writer mid-way and the next beat started over, for ever (issue 32). Batched, with the
+    heartbeat refreshed between batches, it converges once; then the writer dies and its
+    members are purged, each announced once, nothing left behind."""
+    members, ttl = 2_000, 2.0
+    with redis_server() as redis, node(redis.url, node_ttl=ttl) as (b, b_told):
+        a, a_told = RedisRegistry(redis.url, node_ttl=ttl), Listener()
+        try:
+            a.attach(a_told)
+            offices = populate(a, members, per_office=10)
+            before = a.incarnation
+            redis.command("FLUSHALL")
+            wait_until(lambda: a.incarnation != before, 10 * ttl, "a new incarnation")
+            written = a.prefix + f"n:{a.incarnation}"
+            wait_until(lambda: redis.command("SCARD", written) == members, 30.0, "every member written back")
+            heartbeats_seen(redis, a, 2)
+            assert b_told.purged == [] and a_told.refused == []
+            assert len(a_told.restored) == members  # once each: the write-back never started over
+            assert all({m.sid for m in b.members(office)} == sids for office, sids in offices.items())
+        finally:
+            a.close()  # its members are left in Redis: dead now
+        wait_until(lambda: len(b_told.purged) == members, 30.0, "the dead node's members purged")
+        assert sorted(m.sid for m in b_told.purged) == sorted(sid for sids in offices.values() for sid in sids)
+        assert redis.command("KEYS", b.prefix + "s:*") == [] and redis.command("KEYS", b.prefix + "o:*") == []
+        assert redis.command("HKEYS", b.prefix + "nodes") == [b.incarnation.encode()]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 
-from redis.connection import parse_url
-
 from ...protocol.redaction import redact_url
+from .redis_connection import database
 
 #: A prefix is a short run of printable characters without spaces (it names keys).
 _PREFIX = re.compile(r"[!-~]{1,64}")
@@ -22,12 +21,12 @@ _PREFIX = re.compile(r"[!-~]{1,64}")
 def deployment_prefix(url: str, prefix: str | None = None) -> str:
     """`prefix` checked, or the default for `url`: ``smcp:<database>:``; raise ValueError
     naming what is wrong with either."""
+    try:
+        number = database(url)
+    except ValueError as exc:
+        raise ValueError(f"cannot read the Redis URL {redact_url(url)!r}: {exc}") from None
     if prefix is None:
-        try:
-            database = parse_url(url).get("db", 0)
-        except ValueError as exc:
-            raise ValueError(f"cannot read the Redis URL {redact_url(url)!r}: {exc}") from None
-        return f"smcp:{database}:"
+        return f"smcp:{number}:"
     if not _PREFIX.fullmatch(prefix):
         raise ValueError(f"redis_prefix must be 1 to 64 printable ASCII characters without spaces, not {prefix!r}")
     return prefix

@@ -7,16 +7,19 @@ target office under `WATCH`, decides with `office_rules.plan_join` and writes in
 scripts, so a dead node's members are purged, and announced, by exactly one survivor.
 
 Recovery (README, Scale-out). Redis's data has an *epoch*: a token naming the Redis
-process (its `run_id`) that holds it. A restart (empty or from a snapshot) or a flush
-loses it, and the first node to see that writes a new one. A node writes under an
+process (its `run_id`) that holds it. A restart (empty or from a snapshot), a flush or a
+Sentinel failover (another Redis process) loses it, and the first node to see that
+writes a new one. A node writes under an
 *incarnation* of its own in one epoch; every record names both. Only the heartbeat
 asserts an incarnation alive (``alive:{incarnation}`` holds the epoch, expiring after
 `node_ttl`); a record counts only while its incarnation is alive in the current epoch,
 so records of dead incarnations (a killed node, a snapshot's ghosts) are never seen
 again, whatever Redis still holds. When the epoch changes, or its incarnation was
 declared dead, a node starts a new incarnation and writes its members back from its
-memory, each under the session's own lock (the lock live joins and leaves take) and
-under the office rules; what fails is retried on the next beat.
+memory, in batches of one transaction each, under the sessions' own locks (those live
+joins and leaves take) and the office rules, its heartbeat refreshed before each batch
+(so no other node purges it mid-way: time linear in members); what fails is retried on
+the next beat. A dead incarnation's members are purged in batches too.
 
 Keys (after the deployment's prefix, `redis_deployment`): ``epoch``; ``s:{sid}`` a joined
 session (JSON); ``o:{office}`` its members (sorted set, scored by the ``order`` counter
@@ -36,17 +39,17 @@ import logging
 import os
 import threading
 import uuid
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, Iterable, Iterator
 
 import attrs
-import redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from ...protocol.errors import InternalError, NotFoundError, SMCPError
 from ...protocol.models import Role
 from ...protocol.redaction import redact_url
 from ..offices.office_rules import Handshake, JoinOutcome, Session, plan_join, plan_leave
 from ..offices.registry import OfficeRegistry, RegistryListener
+from .redis_connection import redis_client
 from .redis_deployment import deployment_prefix
 from .seen_members import SeenMembers
 
@@ -54,10 +57,12 @@ logger = logging.getLogger(__name__)
 
 #: A node whose heartbeat is older than this is dead: its members are purged.
 DEFAULT_NODE_TTL = 5.0
-#: Longest a Redis command may block (connect or answer).
-REDIS_TIMEOUT = 2.0
 #: Members of other nodes remembered from `find` (and sessions heard ending), at most.
 REMEMBERED = 10_000
+#: Members written back in one Redis transaction, and purged by one script call: one
+#: round trip per batch, each short enough to hold neither Redis nor live traffic up.
+WRITE_BACK_BATCH = 256
+PURGE_BATCH = 1_000
 
 _REMOVE = """
 local function remove(p, sid)
@@ -85,19 +90,23 @@ redis.call('PUBLISH', ARGV[1] .. 'gone', ARGV[2])
 return raw
 """
 
-#: Remove the members of every incarnation not alive in the current epoch; return those
-#: of the current epoch (they were live: their leave is announced). Records of an older
-#: epoch (a snapshot's ghosts, members written back since) go silently. Atomic: two
-#: survivors running it at once cannot both get (and announce) the same member.
+#: Remove at most ARGV[2] members of incarnations not alive in the current epoch; return
+#: those of the current epoch (they were live: their leave is announced), then 1 when
+#: members may be left (called again), else 0. Records of an older epoch (a snapshot's
+#: ghosts, members written back since) go silently. Atomic: two survivors running it at
+#: once cannot both get (and announce) the same member; bounded, so a dead node of
+#: 10,000 members never holds Redis up for one long script.
 _PURGE = _REMOVE + """
-local p = ARGV[1]
+local p, limit = ARGV[1], tonumber(ARGV[2])
 local epoch = redis.call('GET', p .. 'epoch')
 local purged = {}
+local taken = 0
 local nodes = redis.call('HGETALL', p .. 'nodes')
 for i = 1, #nodes, 2 do
   local node, node_epoch = nodes[i], nodes[i + 1]
   if node_epoch ~= epoch or redis.call('GET', p .. 'alive:' .. node) ~= epoch then
-    for _, sid in ipairs(redis.call('SMEMBERS', p .. 'n:' .. node)) do
+    for _, sid in ipairs(redis.call('SPOP', p .. 'n:' .. node, limit - taken)) do
+      taken = taken + 1
       local raw = redis.call('GET', p .. 's:' .. sid)
       if raw and cjson.decode(raw).node == node then
         remove(p, sid)
@@ -107,10 +116,14 @@ for i = 1, #nodes, 2 do
         end
       end
     end
-    redis.call('DEL', p .. 'n:' .. node)
+    if redis.call('SCARD', p .. 'n:' .. node) > 0 then
+      table.insert(purged, 1)
+      return purged
+    end
     redis.call('HDEL', p .. 'nodes', node)
   end
 end
+table.insert(purged, 0)
 return purged
 """
 
@@ -174,6 +187,25 @@ class _Written:
     outcome: JoinOutcome
     incarnation: str
     replaced: list[Session]
+
+
+@attrs.frozen
+class _WrittenBack:
+    """What a write-back batch did: the members written (their enter is announced) and
+    members of dead incarnations it took out of their offices (their leave is)."""
+
+    restored: list[Session]
+    replaced: list[Session]
+
+
+@attrs.define
+class _OfficeView:
+    """An office as Redis has it (`_sorted_out`): its live members, records of dead
+    incarnations (or older epochs) as (sid, record), sids listed without a record there."""
+
+    present: list[Session] = attrs.Factory(list)
+    dead: list[tuple[str, dict[str, Any]]] = attrs.Factory(list)
+    absent: list[str] = attrs.Factory(list)
 
 
 class RedisRegistry(OfficeRegistry):
@@ -346,9 +378,7 @@ class RedisRegistry(OfficeRegistry):
 
     def _connect(self) -> None:
         """A Redis client (its own connection pool) and the scripts bound to it."""
-        self._redis = redis.Redis.from_url(
-            self._url, socket_timeout=REDIS_TIMEOUT, socket_connect_timeout=REDIS_TIMEOUT, decode_responses=True
-        )
+        self._redis = redis_client(self._url, decode_responses=True)
         self._drop = self._redis.register_script(_DROP)
         self._purge = self._redis.register_script(_PURGE)
         self._members = self._redis.register_script(_MEMBERS)
@@ -394,10 +424,18 @@ class RedisRegistry(OfficeRegistry):
             self._drop(args=[self._prefix, sid])
             with self._lock:
                 self._unsynced_drops.discard(sid)
-        for raw in self._purge(args=[self._prefix]):
-            member = _decode(raw)
-            logger.info("registry: purged %s %r of a dead node from office %r", member.role, member.name, member.office_id)
-            self._tell(lambda listener: listener.member_purged(member))
+        self._purge_dead()
+
+    def _purge_dead(self) -> None:
+        """Purge dead incarnations' members `PURGE_BATCH` at a time, announcing each
+        batch's leaves before taking the next."""
+        more = True
+        while more and not self._stopping.is_set():
+            *purged, more = self._purge(args=[self._prefix, PURGE_BATCH])
+            for raw in purged:
+                member = _decode(raw)
+                logger.info("registry: purged %s %r of a dead node from office %r", member.role, member.name, member.office_id)
+                self._tell(lambda listener: listener.member_purged(member))
 
     def _start_incarnation(self, epoch: str) -> None:
         """Assert a new incarnation alive in `epoch`; every member is to be written back."""
@@ -424,40 +462,108 @@ class RedisRegistry(OfficeRegistry):
             )
 
     def _write_back(self) -> None:
-        """Write back the members not yet written in this incarnation, each under its
-        session's lock and the office rules; those refused (their place was taken) are
-        told to the listener after the lock (it disconnects them)."""
+        """Write back the members not yet written in this incarnation, `WRITE_BACK_BATCH`
+        at a time, each batch under its sessions' locks (those live joins and leaves take)
+        and the office rules, in one transaction; the incarnation's heartbeat is refreshed
+        before each batch, so no other node purges this one while it writes. A batch
+        another node's write overtook is split and tried again. Those refused (their place
+        was taken) are told to the listener after the locks (it disconnects them)."""
         with self._lock:
             pending = sorted(self._unwritten)
-        refused: list[Session] = []
-        try:
-            for sid in pending:
-                with self._session_lock(sid):
-                    self._write_back_one(sid, refused)
-        finally:
+        batches = collections.deque(pending[i : i + WRITE_BACK_BATCH] for i in range(0, len(pending), WRITE_BACK_BATCH))
+        while batches:
+            batch = batches.popleft()
+            self._keep_alive()
+            try:
+                refused = self._write_back_batch(batch)
+            except WatchError:
+                half = (len(batch) + 1) // 2
+                batches.extendleft([batch[half:], batch[:half]] if half < len(batch) else [batch])
+                continue
             for member in refused:
                 self._tell(lambda listener: listener.member_refused(member))
 
-    def _write_back_one(self, sid: str, refused: list[Session]) -> None:
+    def _keep_alive(self) -> None:
+        """Refresh this incarnation's heartbeat; 500 if it was declared dead meanwhile (the
+        next beat starts a new one)."""
         with self._lock:
-            member = self._local.get(sid)
-        if member is not None and member.joined:
-            assert member.role is not None and member.name is not None and member.office_id is not None
-            outside = attrs.evolve(member, name=None, office_id=None)
-            try:
-                written = self._write_join(outside, member.role, member.name, member.office_id, restoring=True)
-            except RegistryUnavailableError:
-                raise
-            except SMCPError as refusal:
-                logger.warning("registry: %s %r cannot return to office %r: %s", member.role, member.name, member.office_id, refusal)
-                refused.append(member)
-            else:
+            alive, epoch = self._key("alive", self.incarnation), self._epoch
+        if epoch is None or not self._refresh(args=[alive, epoch, self._ttl_ms]):
+            raise RegistryUnavailableError("the office registry (Redis) is recovering; try again", details={"registry": "redis"})
+
+    def _write_back_batch(self, sids: list[str]) -> list[Session]:
+        """Write `sids` back (those still joined) under their locks; return the refused."""
+        with self._sessions_locked(sids):
+            with self._lock:
+                members = [m for m in (self._local.get(sid) for sid in sids) if m is not None and m.joined]
+                incarnation, expected = self.incarnation, self._epoch
+            refused: list[Session] = []
+            if members:
+                written = self._write_members_back(members, incarnation, expected, refused)
                 for replaced in written.replaced:
                     self._tell(lambda listener: listener.member_purged(replaced))
-                if written.outcome.changed:
+                for member in written.restored:
                     self._tell(lambda listener: listener.member_restored(member))
-        with self._lock:
-            self._unwritten.discard(sid)
+            with self._lock:
+                self._unwritten.difference_update(sids)
+        return refused
+
+    def _write_members_back(
+        self, members: list[Session], incarnation: str, expected: str | None, refused: list[Session]
+    ) -> _WrittenBack:
+        """`plan_join` of each member against its office as Redis has it (with the members
+        of this batch planned before it), all written in one transaction watched over
+        their offices and records; raises WatchError when another node changed one first.
+        A member Redis still has live is left as it is."""
+        offices = sorted({m.office_id for m in members if m.office_id is not None})
+        epoch_key, alive_key = self._key("epoch"), self._key("alive", incarnation)
+        office_keys = [self._key("o", office) for office in offices]
+        own_keys = [self._key("s", m.sid) for m in members]
+        with self._redis.pipeline(transaction=True) as pipe:
+            pipe.watch(epoch_key, alive_key, *office_keys, *own_keys)
+            with self._redis.pipeline(transaction=False) as read:
+                read.get(epoch_key)
+                read.get(alive_key)
+                read.mget(own_keys)
+                for key in office_keys:
+                    read.zrange(key, 0, -1)
+                read.incrby(self._key("order"), len(members))  # members list in join order, whichever node
+                epoch, alive, owns, *listed, last_order = read.execute()
+            if epoch is None or epoch != expected or alive != epoch:
+                raise RegistryUnavailableError(
+                    "the office registry (Redis) is recovering; try again", details={"registry": "redis"}
+                )
+            records = self._records(set().union(*listed))
+            alive_nodes = self._alive_nodes(records.values())
+            views = {
+                office: _sorted_out(office, epoch, {sid: records[sid] for sid in sids}, alive_nodes)
+                for office, sids in zip(offices, listed)
+            }
+            written: list[tuple[Session, JoinOutcome, str | None]] = []
+            for member, own in zip(members, owns):
+                assert member.role is not None and member.name is not None and member.office_id is not None
+                present = views[member.office_id].present
+                if any(m.sid == member.sid for m in present):
+                    continue
+                try:
+                    outcome = plan_join(attrs.evolve(member, name=None, office_id=None), member.role, member.name, member.office_id, present)
+                except SMCPError as refusal:
+                    logger.warning("registry: %s %r cannot return to office %r: %s", member.role, member.name, member.office_id, refusal)
+                    refused.append(member)
+                    continue
+                present.append(outcome.joined)
+                written.append((member, outcome, own))
+            pipe.multi()
+            replaced: list[Session] = []
+            rewritten = {member.sid for member, _, _ in written}
+            for office in sorted({member.office_id for member, _, _ in written if member.office_id is not None}):
+                replaced += self._queue_clearing(pipe, office, epoch, views[office], keep=rewritten)
+            order = last_order - len(members)
+            for member, outcome, own in written:
+                order += 1
+                self._queue_join(pipe, member.sid, outcome, own, incarnation, epoch, order)
+            pipe.execute()
+        return _WrittenBack(restored=[member for member, _, _ in written], replaced=replaced)
 
     def _beat_logged(self) -> None:
         try:
@@ -509,13 +615,12 @@ class RedisRegistry(OfficeRegistry):
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _write_join(self, current: Session, role: Role, name: str, office_id: str, restoring: bool = False) -> _Written:
+    def _write_join(self, current: Session, role: Role, name: str, office_id: str) -> _Written:
         """`plan_join` against the live members of the office as Redis has it, written in
         one transaction under this node's incarnation; retried when another node changes
         a watched key first. Records of dead incarnations do not count: they are taken
-        out (a client back after its node died takes its old place). When `restoring` a
-        member Redis still has, nothing changes. 500 while this node is not alive in the
-        current epoch (its heartbeat writes its members back first)."""
+        out (a client back after its node died takes its old place). 500 while this node
+        is not alive in the current epoch (its heartbeat writes its members back first)."""
         office_key, epoch_key = self._key("o", office_id), self._key("epoch")
         with self._lock:
             incarnation, expected = self.incarnation, self._epoch
@@ -528,60 +633,64 @@ class RedisRegistry(OfficeRegistry):
                     "the office registry (Redis) is recovering; try again", details={"registry": "redis"}
                 )
             own = pipe.get(self._key("s", current.sid))
-            sids = pipe.zrange(office_key, 0, -1)
-            records = dict(zip(sids, pipe.mget([self._key("s", s) for s in sids]))) if sids else {}
-            present, dead, absent = self._sorted_out(pipe, office_id, epoch, records)
-            outcome = plan_join(current, role, name, office_id, present)
-            if restoring and any(m.sid == current.sid for m in present):
-                return _Written(attrs.evolve(outcome, changed=False), incarnation, [])
+            records = self._records(pipe.zrange(office_key, 0, -1), pipe)
+            view = _sorted_out(office_id, epoch, records, self._alive_nodes(records.values(), pipe))
+            outcome = plan_join(current, role, name, office_id, view.present)
             if not outcome.changed:
                 return _Written(outcome, incarnation, [])
             order = pipe.incr(self._key("order"))  # members list in join order, whichever node
             pipe.multi()
-            if outcome.left is not None or own is not None:  # moving: it was seen elsewhere
-                pipe.publish(self._key("left"), current.sid)
-            if outcome.left is not None:
-                self._queue_removal(pipe, outcome.left)
-            if own is not None and json.loads(own)["office_id"] not in (office_id, current.office_id):
-                pipe.zrem(self._key("o", json.loads(own)["office_id"]), current.sid)  # a record Redis kept from before
-            for sid, record in dead:
-                pipe.delete(self._key("s", sid))
-                pipe.srem(self._key("n", record["node"]), sid)
-            if dead or absent:
-                pipe.zrem(office_key, *(sid for sid, _ in dead), *absent)
-            pipe.set(self._key("s", current.sid), _encode(outcome.joined, incarnation, epoch))
-            pipe.sadd(self._key("n", incarnation), current.sid)
-            pipe.hset(self._key("nodes"), incarnation, epoch)  # for the purge; only the heartbeat says alive
-            pipe.zadd(office_key, {current.sid: order})
-            # the members of dead incarnations of this epoch were live: they leave (and
-            # calls waiting on them fail); older epochs' records are ghosts, gone silently
-            replaced = [_session_of(record) for sid, record in dead if record["epoch"] == epoch and sid != current.sid]
-            for member in replaced:
-                pipe.publish(self._key("gone"), member.sid)
+            replaced = self._queue_clearing(pipe, office_id, epoch, view, keep={current.sid})
+            self._queue_join(pipe, current.sid, outcome, own, incarnation, epoch, order)
             return _Written(outcome, incarnation, replaced)
 
         # redis-py types the callable as returning None, though value_from_callable returns its value
         return self._redis.transaction(attempt, *watched, value_from_callable=True)  # type: ignore[arg-type,return-value]
 
-    def _sorted_out(
-        self, pipe: Any, office_id: str, epoch: str, records: dict[str, str | None]
-    ) -> tuple[list[Session], list[tuple[str, dict[str, Any]]], list[str]]:
-        """An office's entries as live members, records of dead incarnations (or of older
-        epochs), and sids listed without a record there."""
-        decoded = {sid: json.loads(raw) for sid, raw in records.items() if raw}
-        nodes = sorted({record["node"] for record in decoded.values()})
-        alive = dict(zip(nodes, pipe.mget([self._key("alive", node) for node in nodes]))) if nodes else {}
-        present: list[Session] = []
-        dead: list[tuple[str, dict[str, Any]]] = []
-        for sid, record in decoded.items():
-            if record["office_id"] != office_id:
-                continue
-            if record["epoch"] == epoch and alive.get(record["node"]) == epoch:
-                present.append(_session_of(record))
-            else:
-                dead.append((sid, record))
-        absent = [sid for sid in records if sid not in decoded or decoded[sid]["office_id"] != office_id]
-        return present, dead, absent
+    def _records(self, sids: Iterable[str], client: Any = None) -> dict[str, str | None]:
+        """The records of `sids` (None where Redis has none), in one round trip."""
+        listed = sorted(sids)
+        values = (self._redis if client is None else client).mget([self._key("s", sid) for sid in listed]) if listed else []
+        return dict(zip(listed, values))
+
+    def _alive_nodes(self, records: Iterable[str | None], client: Any = None) -> dict[str, str | None]:
+        """The epoch each incarnation named in `records` is alive in (None: dead)."""
+        nodes = sorted({json.loads(raw)["node"] for raw in records if raw})
+        values = (self._redis if client is None else client).mget([self._key("alive", node) for node in nodes]) if nodes else []
+        return dict(zip(nodes, values))
+
+    def _queue_clearing(self, pipe: Any, office_id: str, epoch: str, view: _OfficeView, keep: set[str]) -> list[Session]:
+        """Queue taking an office's records of dead incarnations (and sids listed without a
+        record there) out; return the members among them that were live in this epoch
+        but the sids in `keep` (they are written anew): they leave, calls on them fail.
+        Older epochs' records are ghosts, gone silently."""
+        for sid, record in view.dead:
+            pipe.delete(self._key("s", sid))
+            pipe.srem(self._key("n", record["node"]), sid)
+        if view.dead or view.absent:
+            pipe.zrem(self._key("o", office_id), *(sid for sid, _ in view.dead), *view.absent)
+        replaced = [_session_of(record) for sid, record in view.dead if record["epoch"] == epoch and sid not in keep]
+        for member in replaced:
+            pipe.publish(self._key("gone"), member.sid)
+        return replaced
+
+    def _queue_join(
+        self, pipe: Any, sid: str, outcome: JoinOutcome, own: str | None, incarnation: str, epoch: str, order: int
+    ) -> None:
+        """Queue writing `outcome` under `incarnation`: the record, the node's and the
+        office's index; `own` is the record Redis had of `sid` before."""
+        office_id = outcome.joined.office_id
+        assert office_id is not None
+        if outcome.left is not None or own is not None:  # moving: it was seen elsewhere
+            pipe.publish(self._key("left"), sid)
+        if outcome.left is not None:
+            self._queue_removal(pipe, outcome.left)
+        if own is not None and json.loads(own)["office_id"] not in (office_id, outcome.left and outcome.left.office_id):
+            pipe.zrem(self._key("o", json.loads(own)["office_id"]), sid)  # a record Redis kept from before
+        pipe.set(self._key("s", sid), _encode(outcome.joined, incarnation, epoch))
+        pipe.sadd(self._key("n", incarnation), sid)
+        pipe.hset(self._key("nodes"), incarnation, epoch)  # for the purge; only the heartbeat says alive
+        pipe.zadd(self._key("o", office_id), {sid: order})
 
     def _queue_removal(self, pipe: Any, member: Session) -> None:
         assert member.office_id is not None  # a member: it is in an office
@@ -589,9 +698,19 @@ class RedisRegistry(OfficeRegistry):
         pipe.srem(self._key("n", self.incarnation), member.sid)
         pipe.zrem(self._key("o", member.office_id), member.sid)
 
-    def _session_lock(self, sid: str) -> ContextManager[Any]:
-        """The lock live traffic holds while changing `sid`'s membership (the listener's)."""
-        return self._listener.locked(sid) if self._listener is not None else contextlib.nullcontext()
+    @contextlib.contextmanager
+    def _sessions_locked(self, sids: Iterable[str]) -> Iterator[None]:
+        """Hold the locks live traffic holds while changing these sessions' membership
+        (the listener's): each distinct lock once, in one order (no two write-backs run
+        at once, and live traffic holds one such lock at a time)."""
+        if self._listener is None:
+            yield
+            return
+        locks = {id(lock): lock for lock in map(self._listener.locked, sids)}
+        with contextlib.ExitStack() as held:
+            for key in sorted(locks):
+                held.enter_context(locks[key])
+            yield
 
     def _connected(self, sid: str) -> Session:
         current = self._local.get(sid)
@@ -637,6 +756,23 @@ class _RedisErrors:
             raise RegistryUnavailableError(
                 "the office registry (Redis) is unavailable; try again", details={"registry": "redis"}
             ) from exc
+
+
+def _sorted_out(office_id: str, epoch: str, records: dict[str, str | None], alive: dict[str, str | None]) -> _OfficeView:
+    """An office's entries as live members, records of dead incarnations (or of older
+    epochs), and sids listed without a record there; `alive` maps incarnations to the
+    epoch they are alive in."""
+    decoded = {sid: json.loads(raw) for sid, raw in records.items() if raw}
+    view = _OfficeView()
+    for sid, record in decoded.items():
+        if record["office_id"] != office_id:
+            continue
+        if record["epoch"] == epoch and alive.get(record["node"]) == epoch:
+            view.present.append(_session_of(record))
+        else:
+            view.dead.append((sid, record))
+    view.absent.extend(sid for sid in records if sid not in decoded or decoded[sid]["office_id"] != office_id)
+    return view
 
 
 def _remember(memory: collections.OrderedDict[str, Any], sid: str, value: Any) -> None:

@@ -21,7 +21,7 @@ import threading
 import time
 from concurrent.futures import Future
 from typing import Any, Iterable, Iterator
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 import engineio
 import simple_websocket
@@ -931,11 +931,10 @@ class StoppableRedisManager(socketio.RedisManager):
 
     def _redis_connect(self) -> None:
         super()._redis_connect()
-        if "sentinel" not in urlsplit(self.redis_url).scheme:
-            import redis  # the `redis` extra, which python-socketio has imported already
+        from ..scale_out.redis_connection import redis_client  # the `redis` extra, which python-socketio has imported already
 
-            options = {key: value for key, value in self.redis_options.items() if key != "socket_timeout"}
-            self.pubsub = redis.Redis.from_url(self.redis_url, **options).pubsub(ignore_subscribe_messages=True)
+        # the master the Sentinels name, for a Sentinel URL, as python-socketio's own connection
+        self.pubsub = redis_client(self.redis_url, read_timeout=None).pubsub(ignore_subscribe_messages=True)
 
     def _listen(self) -> Any:
         for message in super()._listen():
