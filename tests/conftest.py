@@ -53,11 +53,11 @@ SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_
 #: about the same time.
 EDGE_SUITES = {
     "oldest": (
-        "reliability/", "computer/test_supervision.py", "test_mcp_servers.py",
+        "reliability/", "computer/mcp/test_supervision.py", "test_mcp_servers.py",
         "scale_out/test_faults.py", "scale_out/test_failover.py", "scale_out/test_stall_routing.py",
         "scale_out/test_late_answers.py",
     ),
-    "newest": ("cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py"),
+    "newest": ("cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/config/test_vrl.py"),
 }  # fmt: skip
 #: Marked `brackets` (paths under tests/): the suites that start MCP server children,
 #: Computers or redis-servers test after test — the Computer, the Agent, Skills, blobs,
