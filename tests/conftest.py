@@ -55,12 +55,12 @@ SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_
 #: about the same time.
 EDGE_SUITES = {
     "oldest": (
-        "reliability/", "computer/test_supervision.py", "test_mcp_servers.py",
+        "reliability/", "computer/mcp/test_supervision.py", "test_mcp_servers.py",
         "scale_out/test_faults.py", "scale_out/test_failover.py", "scale_out/test_stall_routing.py",
         "scale_out/test_late_answers.py", "scale_out/test_sentinel.py", "scale_out/test_recovery_at_size.py",
     ),
     "newest": (
-        "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py", "hosts/",
+        "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/config/test_vrl.py", "hosts/",
     ),
 }  # fmt: skip
 #: Marked `brackets` (paths under tests/): the suites that start MCP server children,
