@@ -39,6 +39,9 @@ from .limits import (
     ServerLimits,
 )
 from .membership import Membership
+from .observability import Observability
+from .observability.endpoints import WSGIApp
+from .observability.view import OperatorView
 from .office_rules import MAX_IDENTIFIER_LENGTH
 from .offices import Offices
 from .pending import PendingCalls
@@ -84,6 +87,10 @@ class SMCPServer:
     waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
     authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` (None: no
     backoff) refused keys.
+
+    `observability` chooses what an operator sees (docs/server/operations.md): health
+    probes and Prometheus metrics on the Server's port, the audit trail, the Admin UI;
+    the default `Observability()` has all but the Admin UI.
     """
 
     def __init__(
@@ -105,6 +112,7 @@ class SMCPServer:
         max_unauthenticated_bytes: int = DEFAULT_MAX_UNAUTHENTICATED_BYTES,
         max_auth_failures_per_socket: int = DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
         max_auth_failures_per_ip: int | None = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+        observability: Observability | None = None,
         **socketio_options: Any,
     ) -> None:
         #: The same Server built again, in another async mode (`serve(mode="gevent")`
@@ -146,6 +154,10 @@ class SMCPServer:
         broadcasts = Broadcasts(offices)
         router = Router(offices, self.pending, request_timeout, tool_call_buffer)
         self.registry.attach(membership)
+        self._stopped = False
+        self.operator = OperatorView(
+            observability or Observability(), self.sio, self.registry, accepting=lambda: not self._stopped
+        )
 
         self.sio.on("connect", membership.connect, namespace=NAMESPACE)
         self.sio.on("disconnect", membership.disconnect, namespace=NAMESPACE)
@@ -168,21 +180,21 @@ class SMCPServer:
         self.wsgi_app = self._gated(socketio.WSGIApp(self.sio))
         self._lock = threading.Lock()
         self._http: BackgroundHTTPServer | None = None
-        self._stopped = False
 
     def _handle(self, event: str, body: Any) -> None:
         self.sio.on(event, answer_for(event)(body), namespace=NAMESPACE)
 
     # -- running inside another WSGI server ------------------------------------------------
 
-    def mount(self, app: Any) -> VersionGate:
+    def mount(self, app: Any) -> WSGIApp:
         """A WSGI app serving Socket.IO at ``/socket.io`` and everything else with `app`
         (Flask: ``flask_app.wsgi_app = server.mount(flask_app.wsgi_app)``; Django:
         ``application = server.mount(get_wsgi_application())``)."""
         return self._gated(socketio.WSGIApp(self.sio, app))
 
-    def _gated(self, app: socketio.WSGIApp) -> VersionGate:
-        return VersionGate(app, require_client_version=self.require_client_version)
+    def _gated(self, app: socketio.WSGIApp) -> WSGIApp:
+        """`app` behind the version handshake and the operator's paths (`/health/...`)."""
+        return self.operator.endpoints(VersionGate(app, require_client_version=self.require_client_version))
 
     # -- embedded: a background thread ------------------------------------------------------
 

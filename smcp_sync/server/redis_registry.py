@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from typing import Any, Callable, ContextManager
 
@@ -202,6 +203,7 @@ class RedisRegistry(OfficeRegistry):
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._reachable = True
+        self._last_beat: float | None = None  # time.monotonic() of the last heartbeat that completed
         self._pid = os.getpid()
         self._fork_lock = threading.Lock()  # taken only in a forked child: never held at a fork
 
@@ -310,6 +312,27 @@ class RedisRegistry(OfficeRegistry):
     def members(self, office_id: str) -> list[Session]:
         with self._available():
             return [_decode(raw) for raw in self._members(args=[self._prefix, office_id])]
+
+    def readiness(self) -> dict[str, Any]:
+        """Ready while the last heartbeat completed within `node_ttl` (one blocked on a
+        Redis that hangs makes it stale) and left this incarnation alive in a known epoch
+        with every member written back (not mid-rebuild)."""
+        last = self._last_beat
+        age = None if last is None else time.monotonic() - last
+        with self._lock:
+            settled = self._epoch is not None and not self._unwritten
+        reachable = self._reachable and age is not None and age < self.node_ttl
+        return {
+            "ready": reachable and settled,
+            "kind": "redis",
+            "reachable": reachable,
+            "settled": settled,
+            "last_heartbeat_age": None if age is None else round(age, 3),
+        }
+
+    def local_sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._local.values())
 
     # -- background work ----------------------------------------------------------------------
 
@@ -461,6 +484,7 @@ class RedisRegistry(OfficeRegistry):
     def _beat_logged(self) -> None:
         try:
             self.beat()
+            self._last_beat = time.monotonic()
             if not self._reachable:
                 logger.warning("registry: Redis at %s is reachable again", self._where)
             self._reachable = True

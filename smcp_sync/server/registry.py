@@ -94,6 +94,16 @@ class OfficeRegistry(abc.ABC):
     def members(self, office_id: str) -> list[Session]:
         """Everyone in `office_id`, in the order they joined."""
 
+    def readiness(self) -> dict[str, Any]:
+        """Whether joins can be taken now (`ready`), with what tells (`GET /health/ready`);
+        never waits on I/O."""
+        return {"ready": True, "kind": "in-process" if self.in_process else type(self).__name__}
+
+    def local_sessions(self) -> list[Session]:
+        """The sessions connected to this process (what `GET /metrics` counts by role);
+        a registry that cannot tell lists none."""
+        return []
+
 
 class InMemoryRegistry(OfficeRegistry):
     """The registry of a single Server process, guarded by one lock."""
@@ -150,6 +160,10 @@ class InMemoryRegistry(OfficeRegistry):
     def members(self, office_id: str) -> list[Session]:
         with self._lock:
             return self._members(office_id)
+
+    def local_sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())
 
     # -- helpers; the caller holds the lock ----------------------------------------------
 

@@ -78,12 +78,20 @@ class RedisServer:
 
     def pause(self, seconds: float) -> None:
         """SIGSTOP the server for `seconds`, then SIGCONT: a Redis that hangs."""
-        assert self._process is not None
-        self._process.send_signal(signal.SIGSTOP)
+        self.freeze()
         try:
             time.sleep(seconds)
         finally:
-            self._process.send_signal(signal.SIGCONT)
+            self.thaw()
+
+    def freeze(self) -> None:
+        """SIGSTOP: the server hangs (connections stay open, nothing answers) until `thaw()`."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         process, self._process = self._process, None
