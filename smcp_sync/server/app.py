@@ -149,15 +149,22 @@ class SMCPServer:
         self.sio = SocketIOServer(limits=self.limits, max_http_buffer_size=max_http_buffer_size, **options)
         self.registry = registry if registry is not None else InMemoryRegistry()
         self.pending = PendingCalls(self.sio)
-        offices = Offices(self.sio, self.registry)
-        membership = Membership(offices, as_provider(auth), on_session_gone=self.pending.peer_gone)
+        self._stopped = False
+        #: What an operator sees (docs/server/operations.md): probes, metrics, audit, Admin UI.
+        self.operator = OperatorView(
+            observability or Observability(),
+            self.sio,
+            self.registry,
+            pending=lambda: len(self.pending),
+            accepting=lambda: not self._stopped,
+        )
+        offices = Offices(self.sio, self.registry, fanned_out=self.operator.fanned_out)
+        membership = Membership(
+            offices, as_provider(auth), on_session_gone=self.pending.peer_gone, watcher=self.operator.watcher
+        )
         broadcasts = Broadcasts(offices)
         router = Router(offices, self.pending, request_timeout, tool_call_buffer)
         self.registry.attach(membership)
-        self._stopped = False
-        self.operator = OperatorView(
-            observability or Observability(), self.sio, self.registry, accepting=lambda: not self._stopped
-        )
 
         self.sio.on("connect", membership.connect, namespace=NAMESPACE)
         self.sio.on("disconnect", membership.disconnect, namespace=NAMESPACE)
@@ -182,7 +189,7 @@ class SMCPServer:
         self._http: BackgroundHTTPServer | None = None
 
     def _handle(self, event: str, body: Any) -> None:
-        self.sio.on(event, answer_for(event)(body), namespace=NAMESPACE)
+        self.sio.on(event, self.operator.observe(event, answer_for(event)(body)), namespace=NAMESPACE)
 
     # -- running inside another WSGI server ------------------------------------------------
 

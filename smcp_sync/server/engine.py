@@ -587,6 +587,11 @@ class SocketIOServer(socketio.Server):
             return None
         return super().start_background_task(target, *args, **kwargs)
 
+    @property
+    def handler_pool(self) -> WorkerPool:
+        """The event handlers' pool now (`shutdown` starts a fresh one): its threads and queue."""
+        return self._handler_pool
+
     def run_handler(self, fn: Any, *args: Any) -> bool:
         """Run `fn(*args)` on the event handlers' pool; False when it is full (or shut
         down): the job will not run."""

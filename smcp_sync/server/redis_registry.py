@@ -299,8 +299,11 @@ class RedisRegistry(OfficeRegistry):
             return member
         with self._lock:
             seen_at = self._seen.forgotten
+        started = time.perf_counter()
         with self._available():
             raw = self._find(args=[self._prefix, office_id, role, name])
+        if self.observer is not None:
+            self.observer.looked_up(time.perf_counter() - started)
         if not raw:
             return None
         found = _decode(raw)
@@ -419,6 +422,8 @@ class RedisRegistry(OfficeRegistry):
         for raw in self._purge(args=[self._prefix]):
             member = _decode(raw)
             logger.info("registry: purged %s %r of a dead node from office %r", member.role, member.name, member.office_id)
+            if self.observer is not None:
+                self.observer.purged()
             self._tell(lambda listener: listener.member_purged(member))
 
     def _start_incarnation(self, epoch: str) -> None:
@@ -436,6 +441,8 @@ class RedisRegistry(OfficeRegistry):
             self._epoch, self.incarnation = epoch, incarnation
             self._unwritten = {sid for sid, session in self._local.items() if session.joined}
             count = len(self._unwritten)
+        if recovering and self.observer is not None:
+            self.observer.epoch_changed()
         if recovering:
             logger.warning(
                 "registry: Redis at %s lost this node's records (restarted, flushed, restored, or the node was "
@@ -473,11 +480,15 @@ class RedisRegistry(OfficeRegistry):
             except SMCPError as refusal:
                 logger.warning("registry: %s %r cannot return to office %r: %s", member.role, member.name, member.office_id, refusal)
                 refused.append(member)
+                if self.observer is not None:
+                    self.observer.written_back(refused=True)
             else:
                 for replaced in written.replaced:
                     self._tell(lambda listener: listener.member_purged(replaced))
                 if written.outcome.changed:
                     self._tell(lambda listener: listener.member_restored(member))
+                    if self.observer is not None:
+                        self.observer.written_back(refused=False)
         with self._lock:
             self._unwritten.discard(sid)
 

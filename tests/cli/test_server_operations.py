@@ -7,6 +7,8 @@ import signal
 
 import pytest
 from server.http_probe import probe
+from server.metrics_scrape import scrape, value
+from server.peers import Peer
 from server.test_cli_server import ServerProcess
 
 from smcp_sync.server.limits import SERVE_MODES
@@ -28,8 +30,24 @@ def serving(no_leaks):
 
 
 @pytest.mark.parametrize("mode", SERVE_MODES)
-def test_the_probes_answer_in_each_mode(serving, mode):
+def test_the_probes_and_the_workers_metrics_answer_in_each_mode(serving, mode):
     server = serving("--mode", mode)
     assert probe(server.url + "/health/live") == (200, {"status": "live"})
     assert probe(server.url + "/health/ready")[1]["status"] == "ready"
+    computer, agent = Peer(server.url), Peer(server.url)
+    try:
+        assert computer.join("computer", "c1", "o1") == (True, None)
+        assert agent.join("agent", "a1", "o1") == (True, None)
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": "hi"}]})
+        call = {"agent": "a1", "req_id": "t", "computer": "c1", "tool_name": "echo", "params": {}, "timeout": 5}
+        for _ in range(3):
+            assert agent.call("client:tool_call", call) == {"content": [{"type": "text", "text": "hi"}]}
+        samples = scrape(server.url)
+    finally:
+        computer.close()
+        agent.close()
+    assert value(samples, "smcp_requests_total", event="client:tool_call", code="ok") == 3
+    assert value(samples, "smcp_request_duration_seconds_count", event="client:tool_call") == 3
+    assert value(samples, "smcp_office_joins_total", role="computer") == 1
+    assert value(samples, "smcp_sessions", role="agent") == 1
     assert server.stop(signal.SIGTERM)[0] == 0

@@ -1,6 +1,7 @@
 """`/health/ready` of a Server node on a real `redis-server`: 503 within a bound when
 Redis hangs (SIGSTOP) or is killed, 200 again once it is back (after a restart: once the
-node has written its members back); `/health/live` answers 200 throughout."""
+node has written its members back); `/health/live` answers 200 throughout. And the
+registry's metrics: epoch changes, write-backs, lookups of another node's members."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Iterator
 
 import pytest
 from computer.helpers import wait_until
+from office_parts import joined_agent, joined_connection
 from server.http_probe import probe
+from server.metrics_scrape import scrape, value
 
 from smcp_sync import Agent, SMCPServer
 from smcp_sync.connection.session import ReconnectPolicy
+from smcp_sync.protocol import events
 
 from .parts import RedisServer, redis_server
 
@@ -48,7 +52,10 @@ def test_ready_follows_a_redis_that_hangs_and_comes_back(no_leaks):
             {
                 "status": "ready",
                 "accepting": True,
-                "registry": {"ready": True, "kind": "redis", "reachable": True, "settled": True, "last_heartbeat_age": pytest.approx(0, abs=NODE_TTL)},
+                "registry": {
+                    "ready": True, "kind": "redis", "reachable": True, "settled": True,
+                    "last_heartbeat_age": pytest.approx(0, abs=NODE_TTL),
+                },
             },
         )
         redis.freeze()
@@ -72,7 +79,29 @@ def test_ready_follows_a_redis_killed_and_restarted_empty(no_leaks):
         redis.start()
         wait_until(lambda: ready(server), BOUND, "200 once the node has written its members back")
         assert [(s.role, s.name) for s in agent.list_room(timeout=TIMEOUT)] == [("agent", "agent")]
+        samples = scrape(server.url)
+        assert value(samples, "smcp_registry_epoch_changes_total") == 1
+        assert value(samples, "smcp_registry_write_backs_total", outcome="written") == 1
+        assert value(samples, "smcp_registry_ready") == 1
         # python-socketio's listener subscribes again after a backoff of its own (readiness
         # does not wait for it); stopping the node before then would leave it retrying
         channel = server.registry.prefix + "socketio"
         wait_until(lambda: redis.command("PUBSUB", "NUMSUB", channel)[1] == 1, TIMEOUT, "the listener back")
+
+
+def test_a_member_of_another_node_is_looked_up_once(no_leaks):
+    """The first call to a Computer of another node finds it in Redis (timed); later
+    calls recall where it was seen."""
+    answer = {events.GET_TOOLS: lambda payload: {"tools": [], "req_id": payload["req_id"]}}
+    with (
+        redis_server() as redis,
+        node(redis) as a,
+        node(redis) as b,
+        joined_connection("computer", "pc", b.url, "o1", timeout=TIMEOUT, handlers=answer),
+        joined_agent("agent", a.url, "o1", timeout=TIMEOUT) as agent,
+    ):
+        for _ in range(3):
+            assert agent.get_tools("pc", timeout=TIMEOUT) == []
+        samples = scrape(a.url)
+    assert value(samples, "smcp_registry_lookup_duration_seconds_count") == 1
+    assert value(samples, "smcp_requests_total", event="client:get_tools", code="ok") == 1 + 3  # the Agent's own on joining

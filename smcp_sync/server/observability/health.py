@@ -29,4 +29,5 @@ class Health:
         accepting = self._accepting()
         registry = self._registry.readiness()
         ready = accepting and bool(registry["ready"])
-        return (200 if ready else 503), {"status": "ready" if ready else "not ready", "accepting": accepting, "registry": registry}
+        body = {"status": "ready" if ready else "not ready", "accepting": accepting, "registry": registry}
+        return (200 if ready else 503), body

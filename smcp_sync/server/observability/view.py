@@ -2,18 +2,50 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
+from ..membership import MembershipWatcher
+from ..office_rules import Session
 from ..registry import OfficeRegistry
+from .audit import AuditTrail
 from .endpoints import OperatorEndpoints, Response, WSGIApp, json_response
 from .health import Health
 from .options import Observability
+from .requests import Handler, RequestObserver
+
+logger = logging.getLogger(__name__)
+
+METRICS_HINT = "GET /metrics needs the 'metrics' extra (prometheus_client): pip install 'smcp_sync[metrics]'\n"
 
 
 class OperatorView:
-    def __init__(self, options: Observability, sio: Any, registry: OfficeRegistry, accepting: Callable[[], bool]) -> None:
+    """`pending` counts the forwarded requests not answered yet; `accepting` says whether
+    the Server takes connections (not stopped)."""
+
+    def __init__(
+        self,
+        options: Observability,
+        sio: Any,
+        registry: OfficeRegistry,
+        pending: Callable[[], int],
+        accepting: Callable[[], bool],
+    ) -> None:
         self.options = options
         self.health = Health(registry, accepting)
+        self.metrics = _server_metrics(sio, registry, pending) if options.metrics else None
+        self.audit = AuditTrail(options.audit, registry) if options.audit is not None else None
+        self._requests = RequestObserver(self.metrics, self.audit)
+        watchers = [w for w in (self.metrics, self.audit) if w is not None]
+        #: Told of every membership change (`Membership`).
+        self.watcher: MembershipWatcher = _Watchers(watchers) if watchers else MembershipWatcher()
+        #: Told of every notification fanned out (`Offices`), or None.
+        self.fanned_out: Callable[[str], None] | None = self.metrics.fanned_out if self.metrics is not None else None
+        if self.metrics is not None:
+            registry.observer = self.metrics
+
+    def observe(self, event: str, handler: Handler) -> Handler:
+        return self._requests.observe(event, handler)
 
     def endpoints(self, app: WSGIApp) -> WSGIApp:
         """`app` behind the operator's paths (unchanged when there are none)."""
@@ -21,4 +53,41 @@ class OperatorView:
         if self.options.health:
             routes["/health/live"] = lambda: json_response(*self.health.live())
             routes["/health/ready"] = lambda: json_response(*self.health.ready())
+        if self.options.metrics:
+            routes["/metrics"] = self._metrics_page
         return OperatorEndpoints(app, routes) if routes else app
+
+    def _metrics_page(self) -> Response:
+        if self.metrics is None:
+            return 501, "text/plain; charset=utf-8", METRICS_HINT.encode()
+        content_type, body = self.metrics.exposition()
+        return 200, content_type, body
+
+
+def _server_metrics(sio: Any, registry: OfficeRegistry, pending: Callable[[], int]) -> Any:
+    """A `metrics.ServerMetrics`, or None without prometheus_client (logged once)."""
+    try:
+        from .metrics import ServerMetrics
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] != "prometheus_client":
+            raise
+        logger.info("no metrics: %s", METRICS_HINT.strip())
+        return None
+    return ServerMetrics(sio, registry, pending)
+
+
+class _Watchers(MembershipWatcher):
+    def __init__(self, watchers: list[MembershipWatcher]) -> None:
+        self._watchers = watchers
+
+    def joined(self, member: Session) -> None:
+        for watcher in self._watchers:
+            watcher.joined(member)
+
+    def left(self, member: Session, reason: str) -> None:
+        for watcher in self._watchers:
+            watcher.left(member, reason)
+
+    def auth_failed(self, address: str) -> None:
+        for watcher in self._watchers:
+            watcher.auth_failed(address)
