@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -63,10 +63,8 @@ class ServerMetrics(MembershipWatcher):
         )
         self._purged = Counter("smcp_registry_purged_members", "Members of dead Server nodes purged by this one", registry=r)
         r.register(_Levels(sio, registry, pending))
-
-    def exposition(self) -> tuple[str, bytes]:
-        """(content type, body) of ``GET /metrics``."""
-        return CONTENT_TYPE_LATEST, generate_latest(self.registry)
+        #: ``GET /metrics``: prometheus_client's app (the format the scraper asks for).
+        self.wsgi_app = make_wsgi_app(r)
 
     def answered(self, event: str, code: str, seconds: float) -> None:
         self._requests.labels(event, code).inc()

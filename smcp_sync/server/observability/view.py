@@ -9,7 +9,7 @@ from ..membership import MembershipWatcher
 from ..office_rules import Session
 from ..registry import OfficeRegistry
 from .audit import AuditTrail
-from .endpoints import OperatorEndpoints, Response, WSGIApp, json_response
+from .endpoints import OperatorEndpoints, WSGIApp, answering, json_response
 from .health import Health
 from .options import Observability
 from .requests import Handler, RequestObserver
@@ -17,6 +17,7 @@ from .requests import Handler, RequestObserver
 logger = logging.getLogger(__name__)
 
 METRICS_HINT = "GET /metrics needs the 'metrics' extra (prometheus_client): pip install 'smcp_sync[metrics]'\n"
+_NO_METRICS = answering(lambda: (501, "text/plain; charset=utf-8", METRICS_HINT.encode()))
 
 
 class OperatorView:
@@ -49,19 +50,13 @@ class OperatorView:
 
     def endpoints(self, app: WSGIApp) -> WSGIApp:
         """`app` behind the operator's paths (unchanged when there are none)."""
-        routes: dict[str, Callable[[], Response]] = {}
+        routes: dict[str, WSGIApp] = {}
         if self.options.health:
-            routes["/health/live"] = lambda: json_response(*self.health.live())
-            routes["/health/ready"] = lambda: json_response(*self.health.ready())
+            routes["/health/live"] = answering(lambda: json_response(*self.health.live()))
+            routes["/health/ready"] = answering(lambda: json_response(*self.health.ready()))
         if self.options.metrics:
-            routes["/metrics"] = self._metrics_page
+            routes["/metrics"] = self.metrics.wsgi_app if self.metrics is not None else _NO_METRICS
         return OperatorEndpoints(app, routes) if routes else app
-
-    def _metrics_page(self) -> Response:
-        if self.metrics is None:
-            return 501, "text/plain; charset=utf-8", METRICS_HINT.encode()
-        content_type, body = self.metrics.exposition()
-        return 200, content_type, body
 
 
 def _server_metrics(sio: Any, registry: OfficeRegistry, pending: Callable[[], int]) -> Any:
