@@ -235,8 +235,10 @@ class SMCPServer:
             self._stopped = True
         if http is not None:
             http.stop_accepting(timeout)
+        self.operator.stopping()
         self.sio.eio.end()
         self.drop_connections()
+        self.operator.close(timeout)
         if http is not None:
             stuck = http.join_connections(timeout)
             if stuck:

@@ -1,16 +1,20 @@
-"""The operator's paths of `smcp-sync server` under gunicorn, in each of `serve()`'s
-modes (gthread, gevent): the probes, and the metrics of the worker that serves them."""
+"""The operator's side of `smcp-sync server` under gunicorn, in each of `serve()`'s
+modes (gthread, gevent): the probes, the metrics of the worker that serves them, and
+the Admin UI turned on by --admin-user / --admin-password."""
 
 from __future__ import annotations
 
 import signal
 
 import pytest
+import socketio
 from server.http_probe import probe
+from server.test_admin_ui import admin_client, next_of
 from server.metrics_scrape import scrape, value
 from server.peers import Peer
 from server.test_cli_server import ServerProcess
 
+from smcp_sync.cli import main
 from smcp_sync.server.limits import SERVE_MODES
 
 pytestmark = pytest.mark.timeout(60)
@@ -51,3 +55,22 @@ def test_the_probes_and_the_workers_metrics_answer_in_each_mode(serving, mode):
     assert value(samples, "smcp_office_joins_total", role="computer") == 1
     assert value(samples, "smcp_sessions", role="agent") == 1
     assert server.stop(signal.SIGTERM)[0] == 0
+
+
+def test_admin_user_and_password_turn_the_admin_ui_on(serving, monkeypatch):
+    monkeypatch.setenv("SMCP_ADMIN_PASSWORD", "from-the-environment")
+    server = serving("--admin-user", "operator")
+    with pytest.raises(socketio.exceptions.ConnectionError):
+        admin_client(server.url, {"username": "operator", "password": "wrong"})
+    client, received = admin_client(server.url, {"username": "operator", "password": "from-the-environment"})
+    try:
+        assert next_of(received, "config") == {"supportedFeatures": ["AGGREGATED_EVENTS"]}  # read-only
+    finally:
+        client.disconnect()
+    assert server.stop(signal.SIGTERM)[0] == 0
+
+
+def test_admin_user_without_a_password_exits_2(capsys, monkeypatch):
+    monkeypatch.delenv("SMCP_ADMIN_PASSWORD", raising=False)
+    assert main(["server", "--admin-user", "operator"]) == 2
+    assert "--admin-user needs --admin-password" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from typing import Any, Callable
 from ..membership import MembershipWatcher
 from ..office_rules import Session
 from ..registry import OfficeRegistry
+from .admin import AdminInstrumentation
 from .audit import AuditTrail
 from .endpoints import OperatorEndpoints, WSGIApp, answering, json_response
 from .health import Health
@@ -44,6 +45,16 @@ class OperatorView:
         self.fanned_out: Callable[[str], None] | None = self.metrics.fanned_out if self.metrics is not None else None
         if self.metrics is not None:
             registry.observer = self.metrics
+        self.admin = AdminInstrumentation(sio, options.admin) if options.admin is not None else None
+
+    def stopping(self) -> None:
+        """The Server is stopping: background work ends (`close` waits for it)."""
+        if self.admin is not None:
+            self.admin.stopping()
+
+    def close(self, timeout: float) -> None:
+        if self.admin is not None:
+            self.admin.close(timeout)
 
     def observe(self, event: str, handler: Handler) -> Handler:
         return self._requests.observe(event, handler)
