@@ -91,9 +91,12 @@ class AuditTrail(MembershipWatcher):
         audit_logger.info("%s %s", kind, summary, extra={"audit": record})
 
 
+_HOST = socket.gethostname()
+
+
 def node_name() -> str:
     """This Server process: host and process id (a gunicorn worker has its own)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{_HOST}:{os.getpid()}"
 
 
 def trace_id_of(payload: Mapping[str, Any]) -> str | None:
