@@ -36,6 +36,7 @@ class AuditLines:
 
     def __init__(self) -> None:
         self.stream = io.StringIO()
+        self.text = io.StringIO()  # the same records through a plain formatter: their messages
         self._lock = threading.Lock()
 
     def records(self) -> list[dict[str, Any]]:
@@ -53,10 +54,13 @@ def audit() -> Iterator[AuditLines]:
     handler.setFormatter(JsonLinesFormatter())
     logger = logging.getLogger(AUDIT_LOGGER)
     level = logger.level
+    text = logging.StreamHandler(lines.text)
     logger.addHandler(handler)
+    logger.addHandler(text)
     logger.setLevel(logging.INFO)
     yield lines
     logger.removeHandler(handler)
+    logger.removeHandler(text)
     logger.setLevel(level)
 
 
@@ -108,8 +112,9 @@ def test_records_for_calls_refusals_and_a_cancel_without_secrets(no_leaks, audit
     assert joins == {("agent", "a1", "o1"), ("computer", "pc", "o1")}
     leaves = {(j["role"], j["name"], j["reason"]) for j in audit.of("leave")}
     assert leaves == {("agent", "a1", "left"), ("computer", "pc", "disconnected")}
-    everything = json.dumps(audit.records())
+    everything = json.dumps(audit.records()) + audit.text.getvalue()
     assert KEY not in everything and SECRET_ARGUMENT not in everything
+    assert "tool_call office=o1 role=agent name=a1 agent=a1 computer=pc tool=echo event=client:tool_call code=ok\n" in audit.text.getvalue()
 
 
 def test_arguments_and_results_only_when_switched_on(no_leaks, audit):

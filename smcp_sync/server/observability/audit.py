@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import socket
-from typing import Any, Mapping
+from typing import Any
 
 from ...protocol import events
 from ...protocol.errors import cut_short
@@ -51,7 +51,7 @@ class AuditTrail(MembershipWatcher):
         """A request answered: a tool call's record, a cancel's, or a refusal's."""
         if not self.on or (code == OK and event not in (events.TOOL_CALL, events.CANCEL_TOOL_CALL)):
             return
-        payload = args[0] if len(args) == 1 and isinstance(args[0], Mapping) else {}
+        payload = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
         fields: dict[str, Any] = {**self._caller(sid), **_from_payload(payload), "event": event, "code": code}
         fields["duration_ms"] = round(seconds * 1000, 3)
         trace_id = trace_id_of(payload)
@@ -86,9 +86,8 @@ class AuditTrail(MembershipWatcher):
         return caller
 
     def _write(self, kind: str, fields: dict[str, Any]) -> None:
-        record = {"kind": kind, "time": datetime.datetime.now(datetime.timezone.utc).isoformat(), "node": node_name(), **fields}
-        summary = " ".join(f"{key}={record[key]}" for key in _SUMMARY if key in record)
-        audit_logger.info("%s %s", kind, summary, extra={"audit": record})
+        record = {"kind": kind, "node": node_name(), **fields}
+        audit_logger.info("%s", _Summary(record), extra={"audit": record})
 
 
 _HOST = socket.gethostname()
@@ -99,20 +98,20 @@ def node_name() -> str:
     return f"{_HOST}:{os.getpid()}"
 
 
-def trace_id_of(payload: Mapping[str, Any]) -> str | None:
+def trace_id_of(payload: dict[str, Any]) -> str | None:
     """The W3C trace id a request carries in `_meta.traceparent` (its own, or its tool
     arguments' as MCP puts it), if any."""
     params = payload.get("params")
-    for holder in (payload, params if isinstance(params, Mapping) else {}):
+    for holder in (payload, params if isinstance(params, dict) else {}):
         meta = holder.get("_meta")
-        parent = meta.get("traceparent") if isinstance(meta, Mapping) else None
+        parent = meta.get("traceparent") if isinstance(meta, dict) else None
         match = _TRACEPARENT.fullmatch(parent) if isinstance(parent, str) else None
         if match is not None:
             return match.group(1)
     return None
 
 
-def _from_payload(payload: Mapping[str, Any]) -> dict[str, str]:
+def _from_payload(payload: dict[str, Any]) -> dict[str, str]:
     return {
         field: cut_short(value, MAX_IDENTIFIER_LENGTH)
         for key, field in _PAYLOAD_FIELDS.items()
@@ -120,22 +119,39 @@ def _from_payload(payload: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+class _Summary:
+    """A record's message, made only if a formatter asks for it (`JsonLinesFormatter`
+    does not: the fields say it all)."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self._record = record
+
+    def __str__(self) -> str:
+        return " ".join([self._record["kind"], *(f"{key}={self._record[key]}" for key in _SUMMARY if key in self._record)])
+
+
 def _member(member: Session) -> dict[str, Any]:
     return {"office": member.office_id, "role": member.role, "name": member.name, "sid": member.sid}
 
 
 class JsonLinesFormatter(logging.Formatter):
-    """One JSON object per record: time, level, logger, message, and an audit record's
-    fields (`logging.Handler.setFormatter(JsonLinesFormatter())`)."""
+    """One JSON object per record: time (ISO 8601, UTC), level, logger, and an audit
+    record's fields, or any other record's message
+    (`logging.Handler.setFormatter(JsonLinesFormatter())`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "time": datetime.datetime.fromtimestamp(record.created, datetime.timezone.utc).isoformat(),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
         }
-        line.update(getattr(record, "audit", {}))
+        fields = getattr(record, "audit", None)
+        if isinstance(fields, dict):
+            line.update(fields)
+        else:
+            line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str, ensure_ascii=False)

@@ -62,13 +62,18 @@ class ServerMetrics(MembershipWatcher):
             "smcp_registry_write_backs", "Members written back to Redis, by outcome (written, refused)", ["outcome"], registry=r
         )
         self._purged = Counter("smcp_registry_purged_members", "Members of dead Server nodes purged by this one", registry=r)
+        self._answers: dict[tuple[str, str], tuple[Any, Any]] = {}
         r.register(_Levels(sio, registry, pending))
         #: ``GET /metrics``: prometheus_client's app (the format the scraper asks for).
         self.wsgi_app = make_wsgi_app(r)
 
     def answered(self, event: str, code: str, seconds: float) -> None:
-        self._requests.labels(event, code).inc()
-        self._durations.labels(event).observe(seconds)
+        counted = self._answers.get((event, code))
+        if counted is None:  # prometheus_client finds a labelled child under a lock: once per label set here
+            counted = self._answers[(event, code)] = (self._requests.labels(event, code), self._durations.labels(event))
+        requests, durations = counted
+        requests.inc()
+        durations.observe(seconds)
 
     def fanned_out(self, event: str) -> None:
         self._notifications.labels(event).inc()

@@ -6,7 +6,7 @@ with any number it likes, and a metric label must not take unbounded values.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from ...protocol.conventions import error_from_ack
 from ...protocol.errors import ErrorCode, SMCPError
@@ -24,12 +24,14 @@ def outcome_of(event: str, answer: Any) -> str:
     if event in JOIN_ACK_EVENTS:
         accepted, message = answer if isinstance(answer, tuple) and len(answer) == 2 else (False, None)
         return OK if accepted is True else _label(error_from_ack(message).code)
-    error = SMCPError.from_wire(answer)
+    if not isinstance(answer, dict):
+        return OK
+    error = SMCPError.from_wire(answer) if "code" in answer or "error" in answer else None
     if error is not None:
         return _label(error.code)
-    if isinstance(answer, Mapping) and answer.get("isError") is True:
+    if answer.get("isError") is True:
         meta = answer.get("meta") or answer.get("_meta")
-        code = meta.get("error_code") if isinstance(meta, Mapping) else None
+        code = meta.get("error_code") if isinstance(meta, dict) else None
         return _label(code) if isinstance(code, int) and not isinstance(code, bool) else TOOL_ERROR
     return OK
 

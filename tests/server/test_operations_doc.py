@@ -1,0 +1,37 @@
+"""Every ```python block of docs/server/operations.md runs as written, in document order
+in one namespace, against real parts (a Server, a Computer), as tests/test_readme_blocks.py
+runs the READMEs' blocks; `EXPECTED` counts them, so that none drops out unnoticed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_readme_blocks import REPO, close_everything, python_blocks, run_block
+
+DOC = REPO / "docs" / "server" / "operations.md"
+#: (blocks that run, blocks marked not-run)
+EXPECTED = (7, 0)
+
+
+def test_block_count() -> None:
+    blocks = python_blocks(DOC)
+    assert (sum(b.not_run is None for b in blocks), sum(b.not_run is not None for b in blocks)) == EXPECTED
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.usefixtures("no_leaks")
+def test_the_blocks_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the audit block writes audit.jsonl into the current folder
+    names: dict[str, Any] = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        try:
+            for block in python_blocks(DOC):
+                run_block(block, names)
+        finally:
+            close_everything(names)
+    assert "200 {'status': 'ready'" in printed.getvalue()
+    assert "('agent', 0.0)" in printed.getvalue()
