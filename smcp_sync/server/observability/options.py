@@ -38,9 +38,12 @@ class AuditOptions:
 class Observability:
     """`health`: ``GET /health/live`` and ``/health/ready``; `metrics`: ``GET /metrics``
     (needs the `metrics` extra, else it answers 501); `audit`: the audit trail, None for
-    none; `admin`: the Admin UI, None (the default) for none."""
+    none; `admin`: the Admin UI, None (the default) for none; `tracing`: a routing span
+    for each request that carries a trace context (`smcp_sync.tracing`; nothing until
+    the application sets an OpenTelemetry tracer provider)."""
 
     health: bool = True
     metrics: bool = True
     audit: AuditOptions | None = AuditOptions()
     admin: AdminUI | None = None
+    tracing: bool = True

@@ -1,9 +1,12 @@
-"""Each answered request, as metrics and audit see it: its event, outcome and time.
+"""Each answered request, as metrics, the audit trail and tracing see it: its event,
+outcome and time, and the routing span of a request that carries a trace context.
 
 Wraps a handler (`SMCPServer._handle`), after `answers` has made its answer: a
 refusal's code is in the answer. A routed request answers with a `Future`; it is seen
 when done, before `engine` sends it (callbacks run in the order added), so a client
-that has its answer finds it counted.
+that has its answer finds it counted. A traced request is handled inside its routing
+span, and what is forwarded carries that span's context (`tracing`): the Computer's
+span is its child.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from ...tracing import carrying, ended, handling_span
 from .audit import AuditTrail
 from .outcome import outcome_of
 
@@ -23,31 +27,36 @@ Handler = Callable[..., Any]
 
 
 class RequestObserver:
-    def __init__(self, metrics: Any, audit: AuditTrail | None) -> None:
+    def __init__(self, metrics: Any, audit: AuditTrail | None, tracing: bool) -> None:
         """`metrics`: a `metrics.ServerMetrics` or None (the extra may be missing)."""
         self._metrics = metrics
         self._audit = audit
+        self._tracing = tracing
 
     def observe(self, event: str, handler: Handler) -> Handler:
         """`handler`, observed (unchanged when nothing observes)."""
-        if self._metrics is None and self._audit is None:
+        if self._metrics is None and self._audit is None and not self._tracing:
             return handler
 
         @functools.wraps(handler)
         def observed(sid: str, *args: Any) -> Any:
             started = time.perf_counter()
-            answer = handler(sid, *args)
+            with handling_span(f"smcp route {event}", args[0] if args else None, **{"smcp.event": event}) as span:
+                if span is not None:
+                    args = (carrying(args[0]), *args[1:])
+                answer = handler(sid, *args)
             if isinstance(answer, Future):
-                answer.add_done_callback(lambda done: self._answered(event, sid, args, started, done.result()))
+                answer.add_done_callback(lambda done: self._answered(event, sid, args, started, done.result(), span))
             else:
-                self._answered(event, sid, args, started, answer)
+                self._answered(event, sid, args, started, answer, span)
             return answer
 
         return observed
 
-    def _answered(self, event: str, sid: str, args: tuple[Any, ...], started: float, answer: Any) -> None:
+    def _answered(self, event: str, sid: str, args: tuple[Any, ...], started: float, answer: Any, span: Any) -> None:
         seconds = time.perf_counter() - started
         try:
+            ended(span)
             code = outcome_of(event, answer)
             if self._metrics is not None:
                 self._metrics.answered(event, code, seconds)

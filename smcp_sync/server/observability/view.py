@@ -37,7 +37,7 @@ class OperatorView:
         self.health = Health(registry, accepting)
         self.metrics = _server_metrics(sio, registry, pending) if options.metrics else None
         self.audit = AuditTrail(options.audit, registry) if options.audit is not None else None
-        self._requests = RequestObserver(self.metrics, self.audit)
+        self._requests = RequestObserver(self.metrics, self.audit, options.tracing)
         watchers = [w for w in (self.metrics, self.audit) if w is not None]
         #: Told of every membership change (`Membership`).
         self.watcher: MembershipWatcher = _Watchers(watchers) if watchers else MembershipWatcher()
