@@ -77,12 +77,13 @@ def run_smcp_server(args: argparse.Namespace) -> None:
 
 
 def _observability(on: bool) -> Any:
-    """Metrics and the audit trail (JSON lines to /dev/null) when `on`; neither when not."""
+    """Metrics and the audit trail (JSON lines to /dev/null) when `on`; neither (nor the
+    routing spans' check) when not."""
     from smcp_sync.server.observability import AuditOptions, Observability
     from smcp_sync.server.observability.audit import AUDIT_LOGGER, JsonLinesFormatter
 
     if not on:
-        return Observability(metrics=False, audit=None)
+        return Observability(metrics=False, audit=None, tracing=False)
     handler = logging.FileHandler(os.devnull)
     handler.setFormatter(JsonLinesFormatter())
     audit = logging.getLogger(AUDIT_LOGGER)
