@@ -2,6 +2,6 @@
 `_meta` (OpenTelemetry's API; every call is a no-op until the application sets a tracer
 provider, e.g. with the `tracing` extra's SDK)."""
 
-from .trace_context import carrying, client_span, ended, handling_span, tracing
+from .trace_context import carries_context, carrying, client_span, ended, handling_span, tracing
 
-__all__ = ["carrying", "client_span", "ended", "handling_span", "tracing"]
+__all__ = ["carries_context", "carrying", "client_span", "ended", "handling_span", "tracing"]

@@ -30,6 +30,11 @@ def tracing() -> bool:
     return trace is not None and not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
+def carries_context(payload: Any) -> bool:
+    """Whether `payload` may carry a trace context (a cheap look before `handling_span`)."""
+    return isinstance(payload, dict) and META in payload
+
+
 def carrying(payload: Any) -> Any:
     """`payload` with the current span's context in its `_meta` (a copy; other `_meta`
     keys kept); a payload that is not an object, unchanged."""

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
-from ...tracing import carrying, ended, handling_span
+from ...tracing import carries_context, carrying, ended, handling_span
 from .audit import AuditTrail
 from .outcome import outcome_of
 
@@ -38,12 +38,18 @@ class RequestObserver:
         if self._metrics is None and self._audit is None and not self._tracing:
             return handler
 
+        route = f"smcp route {event}"
+
         @functools.wraps(handler)
         def observed(sid: str, *args: Any) -> Any:
             started = time.perf_counter()
-            with handling_span(f"smcp route {event}", args[0] if args else None, **{"smcp.event": event}) as span:
-                if span is not None:
-                    args = (carrying(args[0]), *args[1:])
+            span = None
+            if self._tracing and args and carries_context(args[0]):
+                with handling_span(route, args[0], **{"smcp.event": event}) as span:
+                    if span is not None:
+                        args = (carrying(args[0]), *args[1:])
+                    answer = handler(sid, *args)
+            else:
                 answer = handler(sid, *args)
             if isinstance(answer, Future):
                 answer.add_done_callback(lambda done: self._answered(event, sid, args, started, done.result(), span))
@@ -57,6 +63,8 @@ class RequestObserver:
         seconds = time.perf_counter() - started
         try:
             ended(span)
+            if self._metrics is None and self._audit is None:
+                return
             code = outcome_of(event, answer)
             if self._metrics is not None:
                 self._metrics.answered(event, code, seconds)
