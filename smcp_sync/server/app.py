@@ -299,6 +299,10 @@ class SMCPServer:
         built: list[SMCPServer] = []
 
         def build() -> Served:
+            if mode == "gevent":
+                # this Server is not the one served: undo what it did process-wide first
+                # (python-socketio's instrument() cannot be stacked: the Admin UI's patches)
+                self.operator.close(timeout=0)
             server = self if mode == "threads" else self._rebuild(async_mode="gevent")
             built.append(server)
             return Served(server.wsgi_app, server.drop_connections, server._request_deadlines())

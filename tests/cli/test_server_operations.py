@@ -57,9 +57,11 @@ def test_the_probes_and_the_workers_metrics_answer_in_each_mode(serving, mode):
     assert server.stop(signal.SIGTERM)[0] == 0
 
 
-def test_admin_user_and_password_turn_the_admin_ui_on(serving, monkeypatch):
+@pytest.mark.parametrize("mode", SERVE_MODES)
+def test_admin_user_and_password_turn_the_admin_ui_on(serving, monkeypatch, mode):
+    """In mode gevent the worker builds the Server again: its Admin UI is the one served."""
     monkeypatch.setenv("SMCP_ADMIN_PASSWORD", "from-the-environment")
-    server = serving("--admin-user", "operator")
+    server = serving("--mode", mode, "--admin-user", "operator")
     with pytest.raises(socketio.exceptions.ConnectionError):
         admin_client(server.url, {"username": "operator", "password": "wrong"})
     client, received = admin_client(server.url, {"username": "operator", "password": "from-the-environment"})

@@ -68,3 +68,12 @@ def test_stop_undoes_the_instrumentation(server_factory):
     assert engineio.socket.Socket._websocket_handler is not handler
     server.stop()
     assert engineio.socket.Socket._websocket_handler is handler
+
+
+def test_one_server_per_process_has_it(server_factory):
+    """python-socketio's instrumentation is process-wide and cannot be stacked."""
+    first = server_factory(observability=Observability(admin=ADMIN))
+    with pytest.raises(RuntimeError, match="another SMCPServer of this process has the Admin UI"):
+        server_factory(observability=Observability(admin=ADMIN))
+    first.stop()
+    server_factory(observability=Observability(admin=ADMIN))  # free again
