@@ -1,12 +1,15 @@
 """One trace from Agent to MCP server (`smcp_sync.tracing`): with OpenTelemetry's SDK
 and its in-memory exporter in the process, a tool call's spans are the Agent's CLIENT
 span, the Server's routing span, the Computer's handling span and the mcp SDK's own
-client span, each the parent of the next. In a child process: a tracer provider is set
-once per process, and this one must stay without (nothing is traced then, and the
-request carries nothing)."""
+client span, each the parent of the next; also with the Agent and the Computer on two
+Server nodes sharing a real redis-server (the node the Agent is on routes; the other
+relays through Redis without a span of its own). In a child process: a tracer provider
+is set once per process, and this one must stay without (nothing is traced then, and
+the request carries nothing)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,6 +17,7 @@ import sys
 import pytest
 from computer.helpers import TOOL_SERVER
 from office_parts import joined_agent, joined_connection
+from scale_out.parts import redis_server
 
 from smcp_sync.protocol import events
 from smcp_sync.tracing import tracing
@@ -38,9 +42,15 @@ from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.computer import allow_all
 
 config = {"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [sys.argv[1]]}}
-with SMCPServer() as server, Computer("pc", [config], confirm=allow_all) as computer, Agent("a1") as agent:
+redis_url = sys.argv[2] if len(sys.argv) > 2 else None
+with (
+    SMCPServer(redis_url=redis_url) as server,
+    SMCPServer(redis_url=redis_url) as other,
+    Computer("pc", [config], confirm=allow_all) as computer,
+    Agent("a1") as agent,
+):
     url = server.start()
-    computer.connect(url, "o1", timeout=20)
+    computer.connect(other.start() if redis_url else url, "o1", timeout=20)
     agent.connect(url, timeout=20)
     agent.join_office("o1", timeout=20)
     assert agent.call_tool("pc", "echo", {"text": "hi"}, timeout=20).text == "hi"
@@ -53,9 +63,12 @@ print(json.dumps([
 """
 
 
-def test_a_tool_call_is_one_trace_across_agent_server_computer_and_mcp(no_leaks):
+@pytest.mark.parametrize("nodes", ["one Server", "two nodes on Redis"])
+def test_a_tool_call_is_one_trace_across_agent_server_computer_and_mcp(no_leaks, nodes):
     pytest.importorskip("opentelemetry.sdk")
-    done = subprocess.run([sys.executable, "-c", TRACED, TOOL_SERVER], capture_output=True, text=True, timeout=80)
+    with contextlib.ExitStack() as stack:
+        redis = [stack.enter_context(redis_server()).url] if nodes == "two nodes on Redis" else []
+        done = subprocess.run([sys.executable, "-c", TRACED, TOOL_SERVER, *redis], capture_output=True, text=True, timeout=80)
     assert done.returncode == 0, done.stderr[-3000:]
     spans = json.loads(done.stdout.splitlines()[-1])
     [call] = [s for s in spans if s["name"] == "smcp client:tool_call"]
