@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import engineio
@@ -564,6 +564,8 @@ class SocketIOServer(socketio.Server):
         #: Sessions whose namespace CONNECT is being handled: their handshake deadline waits.
         self._connecting: set[str] = set()
         self._handshakes = threading.Lock()
+        #: Told the event name of each event answered 500 busy (metrics), when set.
+        self.refused_busy: Callable[[str], None] | None = None
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
@@ -600,6 +602,8 @@ class SocketIOServer(socketio.Server):
     def _refuse_busy(self, eio_sid: str, data: Any, namespace: str, id: int | None) -> None:
         """Answer an event the handler pool is too full to take (`WorkerPool`), so its
         caller hears it at once instead of waiting out its timeout."""
+        if self.refused_busy is not None:
+            self.refused_busy(data[0])
         if id is not None:
             busy = InternalError(
                 f"the Server is busy ({self._handler_pool.max_workers} handlers running, "

@@ -6,6 +6,7 @@ tests/cli/test_server_operations.py; the Redis registry's: tests/scale_out/test_
 from __future__ import annotations
 
 import sys
+import threading
 
 import pytest
 from computer.helpers import stdio_config
@@ -13,8 +14,10 @@ from office_parts import joined_agent, serving
 
 from smcp_sync import Agent, Computer
 from smcp_sync.computer import allow_all
-from smcp_sync.connection.session import ReconnectPolicy
+from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.protocol.events import NAMESPACE
+from smcp_sync.threads.worker_pool import WorkerPool
 
 from .http_probe import get
 from .metrics_scrape import scrape, value
@@ -95,3 +98,24 @@ def test_without_prometheus_client_metrics_answer_501_and_the_server_runs(no_lea
         assert body == b"GET /metrics needs the 'metrics' extra (prometheus_client): pip install 'smcp_sync[metrics]'\n"
         assert server.operator.metrics is None
         assert [(s.role, s.name) for s in agent.list_room(timeout=T)] == [("agent", "a1")]
+
+
+def test_events_a_full_handler_pool_refuses_are_counted_500(no_leaks):
+    """Answered 500 busy before any handler runs; an event name this Server does not
+    handle is the client's, of any value: counted as "other"."""
+    with serving() as server, Connection("agent", "a1") as connection:
+        server.sio.handler_pool.shutdown(5.0)
+        server.sio._handler_pool = WorkerPool("smcp-server-worker", max_workers=1, max_queued=0)
+        release, blocked = threading.Event(), threading.Event()
+        server.sio.on("block", lambda sid, payload: (blocked.set(), release.wait(10)) and {}, namespace=NAMESPACE)
+        connection.connect(server.url, timeout=T)
+        try:
+            connection.emit("block", {})
+            assert blocked.wait(T)
+            for name in ("block", "any-name-at-all"):
+                with pytest.raises(SMCPError, match="busy"):
+                    connection.call(name, {}, timeout=T)
+        finally:
+            release.set()
+        samples = scrape(server.url)
+    assert value(samples, "smcp_requests_total", event="other", code="500") == 2

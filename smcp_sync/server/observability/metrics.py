@@ -14,12 +14,15 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ...protocol import events
 from ..membership import MembershipWatcher
 from ..office_rules import Session
 from ..registry import OfficeRegistry
 
 #: Seconds: from a loopback round trip to the longest tool calls.
 DURATION_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+#: The events a Server handles: the only event names used as labels.
+_HANDLED = events.CLIENT_EVENTS | events.SERVER_EVENTS
 #: Seconds: a Redis round trip, up to its timeout.
 LOOKUP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 
@@ -74,6 +77,11 @@ class ServerMetrics(MembershipWatcher):
         requests, durations = counted
         requests.inc()
         durations.observe(seconds)
+
+    def refused_busy(self, event: str) -> None:
+        """An event the full handler pool could not take: answered 500 without a handler
+        (its name is the client's: one this Server does not handle counts as "other")."""
+        self._requests.labels(event if event in _HANDLED else "other", "500").inc()
 
     def fanned_out(self, event: str) -> None:
         self._notifications.labels(event).inc()

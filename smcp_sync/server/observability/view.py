@@ -45,6 +45,7 @@ class OperatorView:
         self.fanned_out: Callable[[str], None] | None = self.metrics.fanned_out if self.metrics is not None else None
         if self.metrics is not None:
             registry.observer = self.metrics
+            sio.refused_busy = self.metrics.refused_busy
         self.admin = AdminInstrumentation(sio, options.admin) if options.admin is not None else None
 
     def stopping(self) -> None:
