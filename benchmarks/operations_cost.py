@@ -10,17 +10,17 @@ busy machine moves far less than the round trips' wall time.
 from __future__ import annotations
 
 import argparse
-import logging
-import os
 import time
 from typing import Any
 
 from smcp_sync.server.engine import SocketIOServer
 from smcp_sync.server.observability import AuditOptions
-from smcp_sync.server.observability.audit import AUDIT_LOGGER, AuditTrail, JsonLinesFormatter
+from smcp_sync.server.observability.audit import AuditTrail
 from smcp_sync.server.observability.metrics import ServerMetrics
 from smcp_sync.server.observability.requests import RequestObserver
 from smcp_sync.server.registry import InMemoryRegistry
+
+from .peers import audit_to_devnull
 
 PAYLOAD = {"agent": "a1", "req_id": "0" * 32, "computer": "pc", "tool_name": "echo", "params": {"text": "ping"}, "timeout": 10}
 ANSWER = {"content": [{"type": "text", "text": "ping"}], "isError": False}
@@ -45,12 +45,7 @@ def main() -> None:
     registry.join("s1", "agent", "a1", "o1")
     sio = SocketIOServer()
     metrics: Any = ServerMetrics(sio, registry, lambda: 0)
-    handler = logging.FileHandler(os.devnull)
-    handler.setFormatter(JsonLinesFormatter())
-    audit_logger = logging.getLogger(AUDIT_LOGGER)
-    audit_logger.addHandler(handler)
-    audit_logger.setLevel(logging.INFO)
-    audit_logger.propagate = False
+    audit_to_devnull()
     audit = AuditTrail(AuditOptions(), registry)
     rows = {
         "nothing observed (no wrapper)": RequestObserver(None, None, tracing=False),

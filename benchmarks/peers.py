@@ -80,17 +80,24 @@ def _observability(on: bool) -> Any:
     """Metrics and the audit trail (JSON lines to /dev/null) when `on`; neither (nor the
     routing spans' check) when not."""
     from smcp_sync.server.observability import AuditOptions, Observability
-    from smcp_sync.server.observability.audit import AUDIT_LOGGER, JsonLinesFormatter
 
     if not on:
         return Observability(metrics=False, audit=None, tracing=False)
+    audit_to_devnull()
+    return Observability(metrics=True, audit=AuditOptions())
+
+
+def audit_to_devnull() -> None:
+    """The audit trail on, its records formatted as JSON lines and written to /dev/null:
+    what making a record costs, not what a disk does."""
+    from smcp_sync.server.observability.audit import AUDIT_LOGGER, JsonLinesFormatter
+
     handler = logging.FileHandler(os.devnull)
     handler.setFormatter(JsonLinesFormatter())
     audit = logging.getLogger(AUDIT_LOGGER)
     audit.addHandler(handler)
     audit.setLevel(logging.INFO)
     audit.propagate = False
-    return Observability(metrics=True, audit=AuditOptions())
 
 
 def run_smcp_serve(args: argparse.Namespace) -> None:
