@@ -18,7 +18,7 @@ from office_parts import joined_agent, serving
 from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.computer import allow_all
 from smcp_sync.connection.session import ReconnectPolicy
-from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.protocol.errors import AuthError, SMCPError
 from smcp_sync.server.observability import AuditOptions, Observability
 from smcp_sync.server.observability.audit import AUDIT_LOGGER, JsonLinesFormatter
 
@@ -85,8 +85,8 @@ def office_work(server: SMCPServer, audit: AuditLines) -> None:
             second.connect(url, timeout=T)
             with pytest.raises(SMCPError):
                 second.join_office("o1", timeout=T)
-        with pytest.raises(Exception):
-            Agent("a3", auth={"api_key": KEY + "-wrong"}, reconnect=NO_RECONNECT).connect(url, timeout=T)
+        with Agent("a3", auth={"api_key": KEY + "-wrong"}, reconnect=NO_RECONNECT) as refused, pytest.raises(AuthError):
+            refused.connect(url, timeout=T)
         agent.leave_office(timeout=T)
 
 

@@ -15,7 +15,7 @@ from office_parts import joined_agent, serving
 from smcp_sync import Agent, Computer
 from smcp_sync.computer import allow_all
 from smcp_sync.connection.session import Connection, ReconnectPolicy
-from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.protocol.errors import AuthError, SMCPError
 from smcp_sync.protocol.events import NAMESPACE
 from smcp_sync.threads.worker_pool import WorkerPool
 
@@ -50,8 +50,8 @@ def test_counters_move_by_exactly_the_calls_made(no_leaks):
                 with pytest.raises(SMCPError) as full:
                     second.join_office("o1", timeout=T)
                 assert full.value.code == 4101
-                with pytest.raises(Exception):
-                    Agent("a3", auth={"api_key": "wrong"}, reconnect=NO_RECONNECT).connect(server.url, timeout=T)
+                with Agent("a3", auth={"api_key": "wrong"}, reconnect=NO_RECONNECT) as refused, pytest.raises(AuthError):
+                    refused.connect(server.url, timeout=T)
                 during = scrape(server.url)
         after = scrape(server.url)
 
@@ -76,11 +76,11 @@ def test_counters_move_by_exactly_the_calls_made(no_leaks):
     assert value(during, "smcp_sessions", role="computer") == 1
     assert value(during, "smcp_sessions", role="none") == 1  # a2, refused
     assert value(during, "smcp_offices") == 1
-    assert value(during, "smcp_pending_requests") == 0
     assert value(during, "smcp_registry_ready") == 1
     assert value(after, "smcp_office_leaves_total", role="agent", reason="disconnected") == 1
     assert value(after, "smcp_office_leaves_total", role="computer", reason="disconnected") == 1
     assert value(after, "smcp_sessions", role="agent") == 0
+    assert value(after, "smcp_pending_requests") == 0
 
 
 def test_two_servers_in_one_process_count_their_own(no_leaks):
