@@ -9,6 +9,7 @@ import sys
 import threading
 
 import pytest
+import socketio
 from computer.helpers import stdio_config
 from office_parts import joined_agent, serving
 
@@ -21,6 +22,7 @@ from smcp_sync.threads.worker_pool import WorkerPool
 
 from .http_probe import get
 from .metrics_scrape import scrape, value
+from .peers import Peer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -119,3 +121,16 @@ def test_events_a_full_handler_pool_refuses_are_counted_500(no_leaks):
             release.set()
         samples = scrape(server.url)
     assert value(samples, "smcp_requests_total", event="other", code="500") == 2
+
+
+def test_refused_keys_are_counted_checked_or_backed_off(no_leaks):
+    """Past `max_auth_failures_per_ip` an address is backed off (1 s, then doubling):
+    its attempts are refused unchecked. Each refusal is counted once, one way or the
+    other; three attempts in a row fall mostly within the first backoff."""
+    with serving(auth=KEY, max_auth_failures_per_ip=1) as server:
+        for _ in range(3):
+            with pytest.raises(socketio.exceptions.ConnectionError):
+                Peer(server.url, auth={"api_key": "wrong"})
+        samples = scrape(server.url)
+    checked, unchecked = value(samples, "smcp_auth_failures_total"), value(samples, "smcp_auth_backoff_refusals_total")
+    assert checked + unchecked == 3 and checked >= 1 and unchecked >= 1

@@ -52,6 +52,11 @@ class ServerMetrics(MembershipWatcher):
             "smcp_notifications", "Notifications fanned out to an office, by event", ["event"], registry=r
         )
         self._auth_failures = Counter("smcp_auth_failures", "Connections whose credentials were refused", registry=r)
+        self._backed_off = Counter(
+            "smcp_auth_backoff_refusals",
+            "Connections and namespace connects refused unchecked: their address is backed off after failed authentications",
+            registry=r,
+        )
         self._lookups = Histogram(
             "smcp_registry_lookup_duration_seconds",
             "Seconds to find a member of another Server process in Redis",
@@ -82,6 +87,9 @@ class ServerMetrics(MembershipWatcher):
         """An event the full handler pool could not take: answered 500 without a handler
         (its name is the client's: one this Server does not handle counts as "other")."""
         self._requests.labels(event if event in _HANDLED else "other", "500").inc()
+
+    def refused_backed_off(self) -> None:
+        self._backed_off.inc()
 
     def fanned_out(self, event: str) -> None:
         self._notifications.labels(event).inc()
