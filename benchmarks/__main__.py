@@ -8,6 +8,7 @@ From the repository root (the dev virtualenv: smcp_sync installed, plus psutil):
     python -m benchmarks --only finder --finder-docs 10000   # 10 x 10,000 documents
     python -m benchmarks --only scale_out     # opt-in: needs a redis-server binary
     python -m benchmarks --only capacity      # opt-in: 1,000 to 10,000 idle connections, ~15 minutes
+    python -m benchmarks --only operations    # opt-in: the Server's metrics and audit trail, on against off
     python -m benchmarks --json out.json --markdown out.md
 
 Sections: see `SECTIONS`. The official SDK section builds (once) or reuses a virtualenv
@@ -66,12 +67,14 @@ ROUND_TRIP_PATHS = {
     "tool_call": ("smcp_sync",),
     "official": ("official", "official_042"),
     "scale_out": ("redis_same_node", "redis_cross_node"),
+    "operations": ("ops_off", "ops_on"),
 }
 FINDER_SECTIONS = ("finder", "storm", "updates")
 SECTIONS = (*ROUND_TRIP_PATHS, *FINDER_SECTIONS, "memory", "hostile", "capacity")
-#: Run without --only: scale_out is left out (it needs a redis-server binary), and
-#: capacity (thousands of connections for a quarter of an hour).
-DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section not in ("scale_out", "capacity"))
+#: Run without --only: scale_out is left out (it needs a redis-server binary), capacity
+#: (thousands of connections for a quarter of an hour), and operations (one question:
+#: what the Server's metrics and audit trail cost).
+DEFAULT_SECTIONS = tuple(section for section in SECTIONS if section not in ("scale_out", "capacity", "operations"))
 
 
 class Run:
@@ -124,6 +127,8 @@ class Run:
             "official_042": lambda: paths.official(self.echo, self.current_official_python, CURRENT),
             "redis_same_node": lambda: scale_out.node_path(self.echo, cross=False),
             "redis_cross_node": lambda: scale_out.node_path(self.echo, cross=True),
+            "ops_off": lambda: paths.smcp_sync(self.echo, observability="off"),
+            "ops_on": lambda: paths.smcp_sync(self.echo, observability="on"),
         }
         wanted = [key for section in ROUND_TRIP_PATHS if section in self.sections for key in ROUND_TRIP_PATHS[section]]
         return {key: factories[key] for key in wanted}

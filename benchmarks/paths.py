@@ -60,14 +60,16 @@ def _office() -> str:
 
 
 @contextlib.contextmanager
-def smcp_sync(echo: EchoServer) -> Iterator[Measure]:
+def smcp_sync(echo: EchoServer, observability: str | None = None) -> Iterator[Measure]:
+    """`observability`: the Server's metrics and audit trail "off" or "on" (`peers`), or
+    None for its default."""
     from smcp_sync.connection.session import ReconnectPolicy
 
     from smcp_sync.agent import Agent
 
     office = _office()
     with Peers() as peers:
-        url = peers.start("smcp-server")["url"]
+        url = peers.start("smcp-server", *(("--observability", observability) if observability else ()))["url"]
         peers.computer(url, office, "bench-c", echo.config())
         with Agent("bench-a", reconnect=ReconnectPolicy(enabled=False)) as agent:
             agent.connect(url, timeout=10)

@@ -7,10 +7,13 @@ read the Server's RSS and threads without the clients' own.
 
 Roles:
 
-* ``smcp-server [--redis URL] [--options JSON]``: `SMCPServer(**options).start()`
-  (werkzeug, threading mode) on 127.0.0.1:0, without the per-address cap (every client
-  of a benchmark comes from 127.0.0.1); with ``--redis`` a node of a scale-out sharing
-  that Redis;
+* ``smcp-server [--redis URL] [--options JSON] [--observability off|on]``:
+  `SMCPServer(**options).start()` (werkzeug, threading mode) on 127.0.0.1:0, without the
+  per-address cap (every client of a benchmark comes from 127.0.0.1); with ``--redis`` a
+  node of a scale-out sharing that Redis; ``--observability off``: no metrics and no
+  audit trail, ``on``: metrics and the audit trail written as JSON lines (to
+  /dev/null: the cost of making and formatting each record, not of a disk), else the
+  default (metrics, the audit logger left off);
 * ``smcp-serve --threads N [--mode M --connections C] --options JSON``:
   `SMCPServer(**options).serve()` (gunicorn, gthread or gevent: a master, whose pid the
   ready line gives, and one worker process);
@@ -63,11 +66,38 @@ def wait_for_stop() -> None:
 def run_smcp_server(args: argparse.Namespace) -> None:
     from smcp_sync.server import SMCPServer
 
-    server = SMCPServer(**{"max_connections_per_ip": None, "redis_url": args.redis, **json.loads(args.options)})
+    options = {"max_connections_per_ip": None, "redis_url": args.redis, **json.loads(args.options)}
+    if args.observability is not None:
+        options["observability"] = _observability(args.observability == "on")
+    server = SMCPServer(**options)
     url = server.start()
     emit({"event": "ready", "url": url, "pid": os.getpid()})
     wait_for_stop()
     server.stop()
+
+
+def _observability(on: bool) -> Any:
+    """Metrics and the audit trail (JSON lines to /dev/null) when `on`; neither (nor the
+    routing spans' check) when not."""
+    from smcp_sync.server.observability import AuditOptions, Observability
+
+    if not on:
+        return Observability(metrics=False, audit=None, tracing=False)
+    audit_to_devnull()
+    return Observability(metrics=True, audit=AuditOptions())
+
+
+def audit_to_devnull() -> None:
+    """The audit trail on, its records formatted as JSON lines and written to /dev/null:
+    what making a record costs, not what a disk does."""
+    from smcp_sync.server.observability.audit import AUDIT_LOGGER, JsonLinesFormatter
+
+    handler = logging.FileHandler(os.devnull)
+    handler.setFormatter(JsonLinesFormatter())
+    audit = logging.getLogger(AUDIT_LOGGER)
+    audit.addHandler(handler)
+    audit.setLevel(logging.INFO)
+    audit.propagate = False
 
 
 def run_smcp_serve(args: argparse.Namespace) -> None:
@@ -144,6 +174,7 @@ def main() -> None:
     smcp_server.set_defaults(run=run_smcp_server)
     smcp_server.add_argument("--redis", help="share offices through this Redis (a scale-out node)")
     smcp_server.add_argument("--options", default="{}", help="SMCPServer keyword options (JSON)")
+    smcp_server.add_argument("--observability", choices=("off", "on"), help="metrics and audit trail off, or both on")
     roles.add_parser("raw-server").set_defaults(run=run_raw_server)
     serve = roles.add_parser("smcp-serve")
     serve.set_defaults(run=run_smcp_serve)

@@ -29,6 +29,8 @@ PATH_LABELS = {
     "official_042": "official 0.4.2: Agent → Server → Computer → MCP",
     "redis_same_node": "scale-out, same node: Agent → node A → Computer → MCP",
     "redis_cross_node": "scale-out, across nodes: Agent → node A → Redis → node B → Computer → MCP",
+    "ops_off": "smcp_sync, Server without metrics and audit trail",
+    "ops_on": "smcp_sync, Server with metrics and audit trail (JSON lines)",
 }
 PACKAGES = ("python-socketio", "python-engineio", "simple-websocket", "websocket-client", "werkzeug", "mcp")
 NA = "n/a"

@@ -150,6 +150,15 @@ def ratios(outcomes: dict[str, list[Outcome]], levels: Sequence[int]) -> list[tu
         rows.append(
             ("scale-out same node p50 / one Server p50", _paired(outcomes, no_redis, lambda r, o: p50(r) / p50(o)), "the Redis channel on one node")
         )
+    operations = ("ops_on", "ops_off")
+    if all(key in outcomes for key in operations):
+        rows.append(("operations p50: on / off", _paired(outcomes, operations, lambda n, f: p50(n) / p50(f)), "goal ≤ 1.05"))
+        for index, callers in enumerate(levels):
+            value = _paired(
+                outcomes, operations, lambda n, f, i=index: f["concurrent"][i]["calls_per_s"] / n["concurrent"][i]["calls_per_s"]
+            )
+            rows.append((f"operations calls/s, {callers} callers: off / on", value, "goal ≤ 1.05"))
+        rows.append(("operations CPU per call: on / off", _paired(outcomes, operations, lambda n, f: cpu(n) / cpu(f)), "the cost"))
     for official, name in OFFICIAL_STACKS.items():
         value = _paired(outcomes, (official, "smcp_sync"), lambda o, s: cpu(o) / cpu(s))
         rows.append((f"{name} / smcp_sync CPU per call", value, "> 1: ours is cheaper"))

@@ -64,6 +64,7 @@ EXPECTED = {
     "docs/reference/server.md": (0, 0),
     "docs/server/deployment.md": (0, 1),
     "docs/server/high-availability.md": (1, 2),
+    "docs/server/operations.md": (7, 1),
     "docs/server/scale-out.md": (0, 0),
     "docs/server/security.md": (0, 0),
     "docs/server/security-redaction.md": (1, 0),
@@ -80,7 +81,10 @@ EXPECTED = {
 
 
 #: Files whose blocks another test runs, with assertions on what they print.
-RUN_ELSEWHERE = {"docs/hosts/fork-and-interrupts.md": "tests/hosts/test_docs_blocks.py"}
+RUN_ELSEWHERE = {
+    "docs/hosts/fork-and-interrupts.md": "tests/hosts/test_docs_blocks.py",
+    "docs/server/operations.md": "tests/server/test_operations_doc.py",
+}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import BadRequestError, InternalError, NotFoundError
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from ..protocol.redaction import redact_url
+from ..tracing import client_span
 
 T = TypeVar("T")
 
@@ -45,7 +46,8 @@ def ask(connection: Connection, event: str, request: Any, answer_type: type[T], 
     if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
         raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {redact_url(connection.url or '')}")
     try:
-        answer = connection.call(event, to_wire(request), timeout)
+        with client_span(event, to_wire(request)) as payload:
+            answer = connection.call(event, payload, timeout)
     except NotFoundError as exc:
         if ExtensionNotSupportedError.is_one(exc):
             raise ExtensionNotSupportedError(exc.message, details=exc.details) from None

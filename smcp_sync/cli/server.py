@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT
@@ -25,8 +26,13 @@ from ..server.limits.limits import (
     DEFAULT_SERVE_THREADS,
     SERVE_MODES,
 )
-from .exit_codes import EXIT_FAILURE, EXIT_OK
+from ..server.observability import AdminUI, Observability
+from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
+
+
+#: Where --admin-password is read from when not given (a command line is visible to `ps`).
+ADMIN_PASSWORD_ENV = "SMCP_ADMIN_PASSWORD"
 
 
 def count_or_zero(text: str) -> int:
@@ -150,6 +156,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PREFIX",
         help="the deployment's prefix of every Redis key and channel, the same on each of its Servers (default: smcp:<database>:)",
     )
+    admin = parser.add_argument_group("the Socket.IO Admin UI on the /admin namespace (docs/server/operations.md)")
+    admin.add_argument("--admin-user", metavar="NAME", help="turn the Admin UI on for this user (default: off)")
+    admin.add_argument(
+        "--admin-password",
+        default=os.environ.get(ADMIN_PASSWORD_ENV),
+        metavar="PASSWORD",
+        help=f"the Admin UI user's password (default: ${ADMIN_PASSWORD_ENV})",
+    )
+    admin.add_argument(
+        "--admin-read-write", action="store_true", help="let the Admin UI disconnect clients and change rooms (default: read-only)"
+    )
     add_json(parser, 'print the ready line as JSON: {"url": URL}')
     parser.set_defaults(func=run)
 
@@ -160,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         from ..server.app import SMCPServer  # here: the `server` extra, which agent/computer need not
     except ImportError as exc:
         return fail("server", str(exc), EXIT_FAILURE)
+    if args.admin_user and not args.admin_password:
+        return fail("server", f"--admin-user needs --admin-password (or ${ADMIN_PASSWORD_ENV})", EXIT_USAGE)
     problem = port_problem(args.host, args.port)
     if problem:
         return fail("server", problem, EXIT_FAILURE)
@@ -182,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
             max_unauthenticated_bytes=args.max_unauthenticated_bytes,
             max_auth_failures_per_socket=args.max_auth_failures_per_socket,
             max_auth_failures_per_ip=args.max_auth_failures_per_ip or None,
+            observability=Observability(admin=_admin(args)),
         )
     except (RuntimeError, ValueError) as exc:  # no redis client; a Redis URL of no accepted form
         return fail("server", str(exc), EXIT_FAILURE)
@@ -197,6 +217,12 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # --mode gevent without gevent installed
         return fail("server", str(exc), EXIT_FAILURE)
     return EXIT_OK
+
+
+def _admin(args: argparse.Namespace) -> AdminUI | None:
+    if not args.admin_user:
+        return None
+    return AdminUI(args.admin_user, args.admin_password, read_only=not args.admin_read_write)
 
 
 def _ready(url: str, as_json: bool) -> None:

@@ -423,6 +423,11 @@ class Computer:
         """Per-server operations: statuses, and resource primitives for Desktop / Finder."""
         return self._manager
 
+    def add_tool_call_listener(self, listener: Callable[[ToolCallRecord], Any]) -> None:
+        """Call `listener(record)` as each tool call routed to an MCP server ends
+        (`ComputerMetrics`), on the Computer's event loop thread: it must not block."""
+        self._history.watch(listener)
+
     def server_statuses(self) -> list[ServerStatus]:
         return [status for _, status in self._manager.snapshot()]
 

@@ -45,6 +45,7 @@ from ..protocol.models import (
     UpdateComputerConfigReq,
 )
 from ..threads.forks import after_fork_in_child
+from ..tracing import ended, handling_span
 from .channels.skill_files import inline_body
 from .office_requests import OfficeRequests
 
@@ -134,10 +135,17 @@ class SocketSide:
         def mint(source: Any, mime_type: str) -> Any:
             return self._computer.blobs.mint(source, office_id=office_id, agent=request.agent, mime_type=mime_type)
 
-        def done(result: CallToolResult) -> None:
-            reply(lambda: to_wire(spool_oversize(result, mint)))
+        with handling_span("smcp handle client:tool_call", payload, **{"smcp.tool": cut_short(request.tool_name)}) as span:
 
-        self._computer.start_tool_call(request.tool_name, request.params, request.timeout, request.req_id, done)
+            def done(result: CallToolResult) -> None:
+                ended(span)
+                reply(lambda: to_wire(spool_oversize(result, mint)))
+
+            try:  # the call's task starts in this span's context: the mcp SDK's spans are its children
+                self._computer.start_tool_call(request.tool_name, request.params, request.timeout, request.req_id, done)
+            except BaseException:
+                ended(span)
+                raise
 
     def _on_get_tools(self, payload: Any) -> Any:
         request = from_wire(GetToolsReq, payload)

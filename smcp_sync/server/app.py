@@ -40,6 +40,9 @@ from .limits.limits import (
     ServerLimits,
 )
 from .limits.request_deadlines import RequestDeadlines
+from .observability import Observability
+from .observability.endpoints import WSGIApp
+from .observability.view import OperatorView
 from .offices.answers import answer_for
 from .offices.office_rules import MAX_IDENTIFIER_LENGTH
 from .offices.registry import InMemoryRegistry, OfficeRegistry
@@ -84,6 +87,10 @@ class SMCPServer:
     waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
     authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` (None: no
     backoff) refused keys.
+
+    `observability` chooses what an operator sees (docs/server/operations.md): health
+    probes and Prometheus metrics on the Server's port, the audit trail, the Admin UI;
+    the default `Observability()` has all but the Admin UI.
     """
 
     def __init__(
@@ -105,6 +112,7 @@ class SMCPServer:
         max_unauthenticated_bytes: int = DEFAULT_MAX_UNAUTHENTICATED_BYTES,
         max_auth_failures_per_socket: int = DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
         max_auth_failures_per_ip: int | None = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
+        observability: Observability | None = None,
         **socketio_options: Any,
     ) -> None:
         #: The same Server built again, in another async mode (`serve(mode="gevent")`
@@ -144,8 +152,19 @@ class SMCPServer:
         self.send_failures = self.sio.eio.send_failures
         self.registry = registry if registry is not None else InMemoryRegistry()
         self.pending = PendingCalls(self.sio)
-        offices = Offices(self.sio, self.registry)
-        membership = Membership(offices, as_provider(auth), on_session_gone=self.pending.peer_gone)
+        self._stopped = False
+        #: What an operator sees (docs/server/operations.md): probes, metrics, audit, Admin UI.
+        self.operator = OperatorView(
+            observability or Observability(),
+            self.sio,
+            self.registry,
+            pending=lambda: len(self.pending),
+            accepting=lambda: not self._stopped,
+        )
+        offices = Offices(self.sio, self.registry, fanned_out=self.operator.fanned_out)
+        membership = Membership(
+            offices, as_provider(auth), on_session_gone=self.pending.peer_gone, watcher=self.operator.watcher
+        )
         broadcasts = Broadcasts(offices)
         router = Router(offices, self.pending, request_timeout, tool_call_buffer)
         self.registry.attach(membership)
@@ -171,21 +190,21 @@ class SMCPServer:
         self.wsgi_app = self._gated(socketio.WSGIApp(self.sio))
         self._lock = threading.Lock()
         self._http: BackgroundHTTPServer | None = None
-        self._stopped = False
 
     def _handle(self, event: str, body: Any) -> None:
-        self.sio.on(event, answer_for(event)(body), namespace=NAMESPACE)
+        self.sio.on(event, self.operator.observe(event, answer_for(event)(body)), namespace=NAMESPACE)
 
     # -- running inside another WSGI server ------------------------------------------------
 
-    def mount(self, app: Any) -> VersionGate:
+    def mount(self, app: Any) -> WSGIApp:
         """A WSGI app serving Socket.IO at ``/socket.io`` and everything else with `app`
         (Flask: ``flask_app.wsgi_app = server.mount(flask_app.wsgi_app)``; Django:
         ``application = server.mount(get_wsgi_application())``)."""
         return self._gated(socketio.WSGIApp(self.sio, app))
 
-    def _gated(self, app: socketio.WSGIApp) -> VersionGate:
-        return VersionGate(app, require_client_version=self.require_client_version)
+    def _gated(self, app: socketio.WSGIApp) -> WSGIApp:
+        """`app` behind the version handshake and the operator's paths (`/health/...`)."""
+        return self.operator.endpoints(VersionGate(app, require_client_version=self.require_client_version))
 
     # -- embedded: a background thread ------------------------------------------------------
 
@@ -219,8 +238,10 @@ class SMCPServer:
             self._stopped = True
         if http is not None:
             http.stop_accepting(timeout)
+        self.operator.stopping()
         self.sio.eio.end()
         self.drop_connections()
+        self.operator.close(timeout)
         if http is not None:
             stuck = http.join_connections(timeout)
             if stuck:
@@ -281,6 +302,10 @@ class SMCPServer:
         built: list[SMCPServer] = []
 
         def build() -> Served:
+            if mode == "gevent":
+                # this Server is not the one served: undo what it did process-wide first
+                # (python-socketio's instrument() cannot be stacked: the Admin UI's patches)
+                self.operator.close(timeout=0)
             server = self if mode == "threads" else self._rebuild(async_mode="gevent")
             built.append(server)
             return Served(server.wsgi_app, server.drop_connections, server._request_deadlines())

@@ -104,7 +104,7 @@ class RedisServer:
             self.thaw()
 
     def freeze(self) -> None:
-        """SIGSTOP: Redis hangs (answers nobody) until `thaw()`."""
+        """SIGSTOP: Redis hangs (connections stay open, nothing answers) until `thaw()`."""
         assert self._process is not None
         self._process.send_signal(signal.SIGSTOP)
 

@@ -169,8 +169,8 @@ class ToolCaller:
         return _Run(route, self._run(route, params, timeout, req_id or uuid.uuid4().hex))
 
     async def _run(self, route: ToolRoute, params: dict[str, Any], timeout: float, req_id: str) -> CallToolResult:
-        started = time.time()
-        deadline = time.monotonic() + timeout
+        started, began = time.time(), time.monotonic()
+        deadline = began + timeout
         try:
             result = await self._confirmed_call(route, params, timeout, deadline, req_id)
         except anyio.get_cancelled_exc_class():  # the Computer is closing: still an answer
@@ -183,6 +183,7 @@ class ToolCaller:
                 timestamp=started,
                 ok=not result.is_error,
                 error_code=result.error_code,
+                duration=time.monotonic() - began,
             )
         )
         return result

@@ -8,7 +8,9 @@ the last few are kept.
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+from typing import Callable
 
 import attrs
 
@@ -27,16 +29,32 @@ class ToolCallRecord:
     ok: bool
     #: `meta.error_code` of a failed call (None when the tool itself reported isError).
     error_code: int | None = None
+    #: Seconds the call took, confirmation included.
+    duration: float = 0.0
+
+
+logger = logging.getLogger(__name__)
 
 
 class ToolCallHistory:
     def __init__(self, size: int = DEFAULT_HISTORY_SIZE) -> None:
         self._records: collections.deque[ToolCallRecord] = collections.deque(maxlen=size)
         self._lock = threading.Lock()
+        self._watchers: list[Callable[[ToolCallRecord], None]] = []
+
+    def watch(self, watcher: Callable[[ToolCallRecord], None]) -> None:
+        """Call `watcher(record)` for every call appended from now on (metrics), on the
+        thread that appends it (the Computer's loop): it must not block."""
+        self._watchers.append(watcher)
 
     def append(self, record: ToolCallRecord) -> None:
         with self._lock:
             self._records.append(record)
+        for watcher in self._watchers:
+            try:
+                watcher(record)
+            except Exception:
+                logger.exception("a tool call watcher failed")
 
     def records(self) -> tuple[ToolCallRecord, ...]:
         """Oldest first."""

@@ -49,8 +49,30 @@ class SidLocks:
         return self._locks[zlib.crc32(sid.encode()) % len(self._locks)]
 
 
+class MembershipWatcher:
+    """What an operator's view hears of memberships (metrics, the audit trail); ignores
+    all of it by default."""
+
+    def joined(self, member: Session) -> None:
+        """`member` entered its office."""
+
+    def left(self, member: Session, reason: str) -> None:
+        """`member` left its office: "left", "moved" (joined another), "disconnected", or
+        "purged" (its Server node died)."""
+
+    def auth_failed(self, address: str) -> None:
+        """A client's credentials were refused."""
+
+
 class Membership(RegistryListener):
-    def __init__(self, offices: Offices, auth: AuthProvider | None, on_session_gone: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        offices: Offices,
+        auth: AuthProvider | None,
+        on_session_gone: Callable[[str], Any],
+        watcher: MembershipWatcher = MembershipWatcher(),
+    ) -> None:
+        self._watcher = watcher
         self._offices = offices
         self._registry = offices.registry
         self._sio = offices.sio
@@ -71,7 +93,7 @@ class Membership(RegistryListener):
             with self._locks(sid):
                 left = self._registry.drop_session(sid)
                 if left is not None:
-                    self._announce_leave(left)
+                    self._announce_leave(left, "disconnected")
         except Exception:
             logger.exception("cleaning up session %s failed", sid)
         gone = self._on_session_gone(sid)
@@ -86,10 +108,11 @@ class Membership(RegistryListener):
             if outcome.left is not None:
                 assert outcome.left.office_id is not None  # the membership it ended
                 self._sio.leave_room(sid, office_room(outcome.left.office_id), namespace=NAMESPACE)
-                self._announce_leave(outcome.left)
+                self._announce_leave(outcome.left, "moved")
             self._sio.enter_room(sid, office_room(req.office_id), namespace=NAMESPACE)
             notice = EnterOfficeNotification(office_id=req.office_id, **{req.role: req.name})
             self._offices.notify(req.office_id, events.ENTER_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=sid)
+            self._watcher.joined(outcome.joined)
         logger.info("%s %r (%s) joined office %r", req.role, req.name, sid, req.office_id)
 
     def leave(self, sid: str, *args: Any) -> None:
@@ -97,7 +120,7 @@ class Membership(RegistryListener):
         with self._locks(sid):
             left = self._registry.leave(sid, req.office_id)
             self._sio.leave_room(sid, office_room(req.office_id), namespace=NAMESPACE)
-            self._announce_leave(left)
+            self._announce_leave(left, "left")
 
     def list_room(self, sid: str, *args: Any) -> dict[str, Any]:
         req = parse_payload(ListRoomReq, args)
@@ -121,7 +144,7 @@ class Membership(RegistryListener):
         self._on_session_gone(sid)
 
     def member_purged(self, member: Session) -> None:
-        self._announce_leave(member)
+        self._announce_leave(member, "purged")
         self._on_session_gone(member.sid)
 
     def member_restored(self, member: Session) -> None:
@@ -134,10 +157,11 @@ class Membership(RegistryListener):
         joins again (our clients retry a refused join for a while, README Scale-out)."""
         self._sio.disconnect(member.sid, namespace=NAMESPACE)
 
-    def _announce_leave(self, left: Session) -> None:
+    def _announce_leave(self, left: Session, reason: str) -> None:
         assert left.office_id is not None and left.role is not None
         notice = LeaveOfficeNotification(office_id=left.office_id, **{left.role: left.name})
         self._offices.notify(left.office_id, events.LEAVE_OFFICE_NOTIFICATION, to_wire(notice), skip_sid=left.sid)
+        self._watcher.left(left, reason)
         logger.info("%s %r (%s) left office %r", left.role, left.name, left.sid, left.office_id)
 
     def _authenticate(self, sid: str, environ: Mapping[str, Any], auth: Any) -> Any:
@@ -151,6 +175,7 @@ class Membership(RegistryListener):
         if not identity:
             # one line per refusal at debug only: the engine logs counts per address (auth_failures)
             logger.debug("refused connection %s from %s: authentication failed", sid, environ.get("REMOTE_ADDR"))
+            self._watcher.auth_failed(str(environ.get("REMOTE_ADDR", "")))
             raise socketio.exceptions.ConnectionRefusedError(str(AuthError("authentication failed")))
         return identity
 

@@ -4,7 +4,7 @@ that tie a caller's session to its office.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...protocol.errors import ErrorCode, ForbiddenError, OfficeError
 from ...protocol.events import NAMESPACE
@@ -20,9 +20,12 @@ def office_room(office_id: str) -> str:
 
 
 class Offices:
-    def __init__(self, sio: SocketIOServer, registry: OfficeRegistry) -> None:
+    def __init__(
+        self, sio: SocketIOServer, registry: OfficeRegistry, fanned_out: Callable[[str], None] | None = None
+    ) -> None:
         self.sio = sio
         self.registry = registry
+        self._fanned_out = fanned_out  # told each notification's event (metrics)
 
     def member(self, sid: str) -> Session:
         """The caller's session; 4103 unless it is in an office."""
@@ -47,3 +50,5 @@ class Offices:
         """Broadcast to one office. The sender is skipped: it knows what it did (and the
         official SDK's Server behaves the same)."""
         self.sio.emit(event, payload, to=office_room(office_id), skip_sid=skip_sid, namespace=NAMESPACE)
+        if self._fanned_out is not None:
+            self._fanned_out(event)

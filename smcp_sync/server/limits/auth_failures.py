@@ -53,6 +53,8 @@ class AuthFailures:
         self._lock = threading.Lock()
         self._addresses: dict[str, _Address] = {}
         self._summary_due = False
+        #: Told of each refusal of an address backed off (metrics), when set.
+        self.refused_backed_off: Callable[[], None] | None = None
 
     def backed_off(self, address: str) -> bool:
         """Whether `address` is refused without a check now."""
@@ -65,6 +67,8 @@ class AuthFailures:
         checked and failed (counts against the budget; one refused unchecked while backed
         off does not), `closed` when its socket was closed for it."""
         now = time.monotonic()
+        if not checked and self.refused_backed_off is not None:
+            self.refused_backed_off()
         with self._lock:
             entry = self._addresses.get(address)
             if entry is None or (checked and now - entry.last_failure > AUTH_FAILURE_WINDOW and entry.backed_off_until <= now):

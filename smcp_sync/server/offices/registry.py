@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, ContextManager
+from typing import Any, ContextManager, Protocol
 
 import attrs
 
@@ -46,8 +46,27 @@ class RegistryListener(abc.ABC):
         """A member of this process could not be written back (its place was taken)."""
 
 
+class RegistryObserver(Protocol):
+    """What a registry shared through Redis reports of its health (metrics)."""
+
+    def looked_up(self, seconds: float) -> None:
+        """A member of another process was looked up in the shared registry."""
+
+    def epoch_changed(self) -> None:
+        """The shared registry lost this process's records: it writes them back."""
+
+    def written_back(self, refused: bool) -> None:
+        """A member was written back (or `refused`: its place was taken meanwhile)."""
+
+    def purged(self) -> None:
+        """A member of a dead process was purged by this one."""
+
+
 class OfficeRegistry(abc.ABC):
     """Sessions (one per connected Socket.IO sid) and the offices they have joined."""
+
+    #: Told of the shared registry's health, when set (`GET /metrics`).
+    observer: RegistryObserver | None = None
 
     #: Every call is answered from this process's memory, never waiting on I/O: the
     #: Server then runs its own requests (join, list, notify) on the thread that read
@@ -93,6 +112,16 @@ class OfficeRegistry(abc.ABC):
     @abc.abstractmethod
     def members(self, office_id: str) -> list[Session]:
         """Everyone in `office_id`, in the order they joined."""
+
+    def readiness(self) -> dict[str, Any]:
+        """Whether joins can be taken now (`ready`), with what tells (`GET /health/ready`);
+        never waits on I/O."""
+        return {"ready": True, "kind": "in-process" if self.in_process else type(self).__name__}
+
+    def local_sessions(self) -> list[Session]:
+        """The sessions connected to this process (what `GET /metrics` counts by role);
+        a registry that cannot tell lists none."""
+        return []
 
 
 class InMemoryRegistry(OfficeRegistry):
@@ -150,6 +179,10 @@ class InMemoryRegistry(OfficeRegistry):
     def members(self, office_id: str) -> list[Session]:
         with self._lock:
             return self._members(office_id)
+
+    def local_sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())
 
     # -- helpers; the caller holds the lock ----------------------------------------------
 

@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from typing import Any, Callable, Iterable, Iterator
 
@@ -235,6 +236,7 @@ class RedisRegistry(OfficeRegistry):
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._reachable = True
+        self._last_beat: float | None = None  # time.monotonic() of the last heartbeat that completed
         self._pid = os.getpid()
         self._fork_lock = threading.Lock()  # taken only in a forked child: never held at a fork
 
@@ -330,8 +332,11 @@ class RedisRegistry(OfficeRegistry):
             return member
         with self._lock:
             seen_at = self._seen.forgotten
+        started = time.perf_counter()
         with self._available():
             raw = self._find(args=[self._prefix, office_id, role, name])
+        if self.observer is not None:
+            self.observer.looked_up(time.perf_counter() - started)
         if not raw:
             return None
         found = _decode(raw)
@@ -343,6 +348,27 @@ class RedisRegistry(OfficeRegistry):
     def members(self, office_id: str) -> list[Session]:
         with self._available():
             return [_decode(raw) for raw in self._members(args=[self._prefix, office_id])]
+
+    def readiness(self) -> dict[str, Any]:
+        """Ready while the last heartbeat completed within `node_ttl` (one blocked on a
+        Redis that hangs makes it stale) and left this incarnation alive in a known epoch
+        with every member written back (not mid-rebuild)."""
+        last = self._last_beat
+        age = None if last is None else time.monotonic() - last
+        with self._lock:
+            settled = self._epoch is not None and not self._unwritten
+        reachable = self._reachable and age is not None and age < self.node_ttl
+        return {
+            "ready": reachable and settled,
+            "kind": "redis",
+            "reachable": reachable,
+            "settled": settled,
+            "last_heartbeat_age": None if age is None else round(age, 3),
+        }
+
+    def local_sessions(self) -> list[Session]:
+        with self._lock:
+            return list(self._local.values())
 
     # -- background work ----------------------------------------------------------------------
 
@@ -435,6 +461,8 @@ class RedisRegistry(OfficeRegistry):
             for raw in purged:
                 member = _decode(raw)
                 logger.info("registry: purged %s %r of a dead node from office %r", member.role, member.name, member.office_id)
+                if self.observer is not None:
+                    self.observer.purged()
                 self._tell(lambda listener: listener.member_purged(member))
 
     def _start_incarnation(self, epoch: str) -> None:
@@ -452,6 +480,8 @@ class RedisRegistry(OfficeRegistry):
             self._epoch, self.incarnation = epoch, incarnation
             self._unwritten = {sid for sid, session in self._local.items() if session.joined}
             count = len(self._unwritten)
+        if recovering and self.observer is not None:
+            self.observer.epoch_changed()
         if recovering:
             logger.warning(
                 "registry: Redis at %s lost this node's records (restarted, flushed, restored, or the node was "
@@ -550,6 +580,8 @@ class RedisRegistry(OfficeRegistry):
                 except SMCPError as refusal:
                     logger.warning("registry: %s %r cannot return to office %r: %s", member.role, member.name, member.office_id, refusal)
                     refused.append(member)
+                    if self.observer is not None:
+                        self.observer.written_back(refused=True)
                     continue
                 present.append(outcome.joined)
                 written.append((member, outcome, own))
@@ -563,11 +595,15 @@ class RedisRegistry(OfficeRegistry):
                 order += 1
                 self._queue_join(pipe, member.sid, outcome, own, incarnation, epoch, order)
             pipe.execute()
+        if self.observer is not None:
+            for _ in written:
+                self.observer.written_back(refused=False)
         return _WrittenBack(restored=[member for member, _, _ in written], replaced=replaced)
 
     def _beat_logged(self) -> None:
         try:
             self.beat()
+            self._last_beat = time.monotonic()
             if not self._reachable:
                 logger.warning("registry: Redis at %s is reachable again", self._where)
             self._reachable = True

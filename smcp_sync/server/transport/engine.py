@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 
 import engineio
@@ -610,6 +610,8 @@ class SocketIOServer(socketio.Server):
         #: Sessions whose namespace CONNECT is being handled: their handshake deadline waits.
         self._connecting: set[str] = set()
         self._handshakes = threading.Lock()
+        #: Told the event name of each event answered 500 busy (metrics), when set.
+        self.refused_busy: Callable[[str], None] | None = None
 
     def _engineio_server_class(self) -> type[engineio.Server]:
         return StoppableEngineIO
@@ -633,6 +635,11 @@ class SocketIOServer(socketio.Server):
             return None
         return super().start_background_task(target, *args, **kwargs)
 
+    @property
+    def handler_pool(self) -> WorkerPool:
+        """The event handlers' pool now (`shutdown` starts a fresh one): its threads and queue."""
+        return self._handler_pool
+
     def run_handler(self, fn: Any, *args: Any) -> bool:
         """Run `fn(*args)` on the event handlers' pool; False when it is full (or shut
         down): the job will not run."""
@@ -641,6 +648,8 @@ class SocketIOServer(socketio.Server):
     def _refuse_busy(self, eio_sid: str, data: Any, namespace: str, id: int | None) -> None:
         """Answer an event the handler pool is too full to take (`WorkerPool`), so its
         caller hears it at once instead of waiting out its timeout."""
+        if self.refused_busy is not None:
+            self.refused_busy(data[0])
         if id is not None:
             busy = InternalError(
                 f"the Server is busy ({self._handler_pool.max_workers} handlers running, "
