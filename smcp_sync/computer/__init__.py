@@ -8,6 +8,15 @@ from .config.input_sources import InputMemory
 from .config.inputs import InputError
 from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
 from .config.redaction import REDACTED
+from .mcp.client_features import (
+    ClientFeatures,
+    ElicitationAnswer,
+    FormElicitation,
+    Root,
+    SampledMessage,
+    SamplingRequest,
+    UrlElicitation,
+)
 from .mcp.failures import MCPServerError
 from .mcp.manager import ServerManager
 from .mcp.oauth import OAuthAuthorizationError
@@ -25,12 +34,15 @@ from .tools.calls import PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
+    "ClientFeatures",
     "Computer",
     "ComputerConfig",
     "ComputerNotRunningError",
     "ConfigError",
+    "ElicitationAnswer",
     "FileTokenStore",
     "FinderPage",
+    "FormElicitation",
     "InputError",
     "InputMemory",
     "KeyringTokenStore",
@@ -39,6 +51,9 @@ __all__ = [
     "OAuthTokenStore",
     "PendingToolCall",
     "REDACTED",
+    "Root",
+    "SampledMessage",
+    "SamplingRequest",
     "ServerCapabilities",
     "ServerEvent",
     "ServerManager",
@@ -48,6 +63,7 @@ __all__ = [
     "ServersNotStartedError",
     "ServerTool",
     "ToolCallRecord",
+    "UrlElicitation",
     "allow_all",
     "load_config",
     "load_inputs",

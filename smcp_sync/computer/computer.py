@@ -70,6 +70,7 @@ from .config.inputs import AskInput, InputResolver
 from .config.oauth_store import OAuthTokenStore
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
+from .mcp.client_features import ClientAnswers, ClientFeatures, Roots
 from .mcp.manager import ServerManager
 from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
@@ -115,6 +116,9 @@ class Computer:
     came for `upload_idle_timeout` seconds. `input_memory`: where the resolver's answers
     are kept for the next run (`InputMemory`; None: nowhere); inputs are also read from
     `A2C_SMCP_<ID>` environment variables and may change at runtime (`set_input`).
+    `client_features`: how the host answers what MCP servers ask of their client
+    (elicitation, sampling, roots: `ClientFeatures`, one value so that the callbacks
+    travel together; None: such requests are refused, and not announced).
     """
 
     def __init__(
@@ -141,6 +145,7 @@ class Computer:
         upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
         upload_idle_timeout: float = DEFAULT_UPLOAD_IDLE_TIMEOUT,
         oauth_store: OAuthTokenStore | None = None,
+        client_features: ClientFeatures | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -156,6 +161,7 @@ class Computer:
             InputResolver(definitions, input_values, input_resolver, memory=input_memory),
             policy,
             oauth_store,
+            ClientAnswers(client_features),
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -465,6 +471,14 @@ class Computer:
         another thread): it raises `OAuthAuthorizationError` (4007) and its listener
         closes. False when no authorization of that server is running."""
         return self._manager.cancel_authorization(bundle_id)
+
+    def set_roots(self, roots: Roots, timeout: float = DEFAULT_START_TIMEOUT) -> None:
+        """Answer the MCP servers' ``roots/list`` with `roots` (`Root`s or ``file://``
+        URIs, or a callable returning them) from now on, and tell each running server
+        they changed (waits up to `timeout` for each). Also the way to say a callable's
+        answer changed: pass it again. Only for a Computer given `ClientFeatures(roots=...)`
+        (else ValueError: its servers were not told it has roots)."""
+        self._manager.set_roots(roots, timeout)
 
     def set_input(self, input_id: str, value: Any, timeout: float = DEFAULT_START_TIMEOUT) -> list[str]:
         """Give input `input_id` a new value now: each MCP server whose config uses it is

@@ -55,6 +55,7 @@ from .adapter import (
     McpSession,
 )
 from .bridge import BridgeClosedError, EventLoopThread
+from .client_features import ClientAnswers, Roots
 from .failures import REQUEST_FAILURES, request_error
 from .oauth import OAuthAuthorizationError, OpenUrl, authorize, resolve_secrets, session_auth
 from .policy import ServerPolicy
@@ -81,8 +82,11 @@ class ServerManager:
         inputs: InputResolver,
         policy: ServerPolicy,
         oauth_store: OAuthTokenStore | None = None,
+        client: ClientAnswers | None = None,
     ) -> None:
         self._bridge = bridge
+        #: The host's answers to what the MCP servers ask of their client (`client_features`).
+        self.client = client if client is not None else ClientAnswers(None)
         self._oauth_store = oauth_store
         self._publish = publish
         self.inputs = inputs
@@ -120,7 +124,7 @@ class ServerManager:
             old = self._connection_or_none(bundle_id)
             if old is not None:
                 self._stop(old)
-            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, auth)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, auth, self.client)
             with self._data:
                 self._raw[bundle_id] = raw
                 self._connections[bundle_id] = connection
@@ -217,6 +221,19 @@ class ServerManager:
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
+
+    def set_roots(self, roots: Roots, timeout: float) -> None:
+        """Answer ``roots/list`` with `roots` from now on, and tell every running server
+        (``notifications/roots/list_changed``; one that cannot be told is logged)."""
+        self.client.set_roots(roots)
+        running = [c for c in self.connections() if c.status.running]
+        told = [functools.partial(c.request, _tell_roots_changed, timeout) for c in running]
+        rounds = -(-len(told) // BATCH_CONCURRENCY)
+        outcomes = self._bridge.run(_each_bounded(told, REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
+        for connection, outcome in zip(running, outcomes):
+            if isinstance(outcome, BaseException):
+                failure = request_error(connection.bundle_id, outcome, "notifications/roots/list_changed", timeout)
+                log.warning("MCP server %r was not told its roots changed: %s", connection.bundle_id, failure.message)
 
     def cancel_authorization(self, name: str) -> bool:
         """Stop the authorization flow running for one server (its `authorize` raises);
@@ -405,6 +422,10 @@ class ServerManager:
     def _stop(self, connection: ServerConnection) -> None:
         if connection.active:
             self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+async def _tell_roots_changed(session: McpSession) -> None:
+    await session.roots_changed()
 
 
 def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:

@@ -28,6 +28,7 @@ from .adapter import (
     describe_failure,
     open_session,
 )
+from .client_features import ClientAnswers
 from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail
@@ -62,6 +63,7 @@ class ServerConnection:
         publish: Callable[[ServerEvent], None],
         spawn: Spawn,
         session_auth: SessionAuth | None,
+        client: ClientAnswers,
     ) -> None:
         assert config.bundle_id is not None, "the manager resolves the bundle_id before connecting"
         self.config = config
@@ -71,6 +73,7 @@ class ServerConnection:
         self._publish = publish
         self._spawn = spawn
         self._session_auth = session_auth
+        self._client = client
         state = ServerState.DISABLED if config.disabled else ServerState.STOPPED
         self.status = ServerStatus(name=config.name, bundle_id=self.bundle_id, state=state)
         self._stderr = StderrTail(self.bundle_id)
@@ -85,6 +88,8 @@ class ServerConnection:
         self._tools_refreshed: anyio.Event | None = None  # made by a waiter, set after a refresh
         self._suspect = False
         self._in_flight = 0
+        #: The loop time by which each request in flight must end (`latest_deadline`).
+        self._deadlines: list[float] = []
         #: Change notices received (tools, resources), read from other threads: a tool
         #: call whose answer came after a notice waits for it to be in force (`tools.calls`).
         self.notices = 0
@@ -138,6 +143,8 @@ class ServerConnection:
         if session is None:
             raise ServerUnavailable(self.status)
         self._in_flight += 1
+        deadline = anyio.current_time() + timeout
+        self._deadlines.append(deadline)
         try:
             with anyio.fail_after(timeout):
                 return await operation(session)
@@ -146,6 +153,12 @@ class ServerConnection:
             raise
         finally:
             self._in_flight -= 1
+            self._deadlines.remove(deadline)
+
+    def latest_deadline(self) -> float | None:
+        """The loop time by which every request in flight must end (None: none is): what
+        the server asks of the host meanwhile is answered by then (`client_features`)."""
+        return max(self._deadlines, default=None)
 
     # -- supervision ------------------------------------------------------------------------
 
@@ -208,6 +221,7 @@ class ServerConnection:
                 stderr_tail=self._stderr,
                 init_timeout=self._policy.init_timeout,
                 auth=self._session_auth() if self._session_auth is not None else None,
+                client=self._client.handlers(self.bundle_id, self.latest_deadline),
             ) as session:
                 with anyio.fail_after(self._policy.init_timeout):
                     tools = await session.list_tools() if session.capabilities.tools else ()
