@@ -15,7 +15,10 @@ in $XDG_STATE_HOME/a2c/input-values.json; --forget-inputs neither reads nor keep
 otherwise its default is used, or the command fails.
 MCP servers that fail to start are retried in the background; the rest serve at once.
 Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
-is refused (4005) unless --allow-all-tools is given.
+is refused (4005) unless --allow-all-tools is given. An MCP server asking the user to
+fill in a form (elicitation) is answered on the terminal when there is one (each field
+asked in turn, Enter keeps its default, Ctrl-D cancels); without one it is told the
+client cannot elicit.
 Runs until Ctrl-C (exit 130) or SIGTERM (exit 0); a dropped connection is re-made.
 """
 
@@ -35,7 +38,7 @@ from .signals import Terminated, sigterm_raises, wait_for_signals
 from .waiting import terminal, waiting
 
 if TYPE_CHECKING:
-    from ..computer import Computer
+    from ..computer import ClientFeatures, Computer
 
 # The Computer's modules are imported where they are used: they load the MCP SDK (~1 s),
 # which `smcp-sync agent` / `server` / `--help` do not need.
@@ -134,6 +137,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
         user_skills=args.user_skills,
         skill_home=args.skill_home,
         confirm=allow_all if args.allow_all_tools else None,
+        client_features=_terminal_features() if sys.stdin.isatty() else None,
     )
     for index, server in enumerate(servers):
         try:
@@ -145,6 +149,14 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
             named = "" if exc.message.startswith("MCP server ") else f"MCP server {where}: "
             raise ConfigError(f"{args.config}: {named}{exc.message}{hint}", details=exc.details) from None
     return computer
+
+
+def _terminal_features() -> ClientFeatures:
+    """Elicitations answered on the terminal (`terminal_elicitation`)."""
+    from ..computer import ClientFeatures
+    from .terminal_elicitation import answer_on_terminal
+
+    return ClientFeatures(elicit=answer_on_terminal)
 
 
 def _authorize_hint(exc: Exception, config: str) -> str:
