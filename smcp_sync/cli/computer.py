@@ -28,6 +28,7 @@ import argparse
 import getpass
 import json
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
@@ -38,7 +39,7 @@ from .signals import Terminated, sigterm_raises, wait_for_signals
 from .waiting import terminal, waiting
 
 if TYPE_CHECKING:
-    from ..computer import ClientFeatures, Computer
+    from ..computer import ClientFeatures, Computer, ServerStatus
 
 # The Computer's modules are imported where they are used: they load the MCP SDK (~1 s),
 # which `smcp-sync agent` / `server` / `--help` do not need.
@@ -104,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 computer.start(args.timeout, require_all=not args.allow_failed_servers)
                 computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
             print(_summary(computer, args), flush=True)
+            _AuthorizeLines(args.config).watch(computer)
             wait_for_signals()
     except Terminated:
         return EXIT_OK
@@ -157,6 +159,33 @@ def _terminal_features() -> ClientFeatures:
     from .terminal_elicitation import answer_on_terminal
 
     return ClientFeatures(elicit=answer_on_terminal)
+
+
+class _AuthorizeLines:
+    """Once the Computer serves: one line on stderr, once per MCP server, saying how to
+    authorize each server that waits for an OAuth authorization, now or later."""
+
+    def __init__(self, config: str) -> None:
+        self._config = config
+        self._told: set[str] = set()
+        self._lock = threading.Lock()
+
+    def watch(self, computer: Computer) -> None:
+        computer.add_listener(lambda event: self._tell(event.status) if event.status is not None else None)
+        for status in computer.server_statuses():
+            self._tell(status)
+
+    def _tell(self, status: ServerStatus) -> None:
+        from ..computer import ServerState
+
+        if status.state is not ServerState.NEEDS_AUTHORIZATION:
+            return
+        with self._lock:
+            if status.bundle_id in self._told:
+                return
+            self._told.add(status.bundle_id)
+        command = f"smcp-sync authorize {status.bundle_id} --config {self._config}"
+        print(f"smcp-sync computer: MCP server {status.bundle_id!r} needs an OAuth authorization: {command}", file=sys.stderr, flush=True)
 
 
 def _authorize_hint(exc: Exception, config: str) -> str:

@@ -6,7 +6,7 @@ from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory
 from .config.inputs import InputError
-from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
+from .config.oauth_store import FileTokenStore, KeyringTokenStore, MemoryTokenStore, OAuthTokenStore
 from .config.redaction import REDACTED
 from .mcp.client_features import (
     ClientFeatures,
@@ -47,6 +47,7 @@ __all__ = [
     "InputMemory",
     "KeyringTokenStore",
     "MCPServerError",
+    "MemoryTokenStore",
     "OAuthAuthorizationError",
     "OAuthTokenStore",
     "PendingToolCall",

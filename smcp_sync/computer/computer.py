@@ -91,7 +91,7 @@ ServerListener = Callable[[ServerEvent], None]
 #: Called with the `server:update_*` event name each time the Computer announces a change.
 UpdateListener = Callable[[str], None]
 
-_TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed"})
+_TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed", "needs_authorization"})
 
 
 class Computer:

@@ -14,7 +14,8 @@ credentials grant; clients named by the https URL of their client metadata docum
 (CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
 A client credentials token carries the scope asked for, if `grantable` allows all of it
-(else ``invalid_scope``); with `users_refuse` set, the user denies every authorization.
+(else ``invalid_scope``); with `users_refuse` set, the user denies every authorization;
+`advertised_issuer` and `registration_refused` make it misconfigured or closed.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class AuthorizationServer:
         self.scopes_asked: list[str | None] = []
         #: When set, the user denies every authorization (a redirect with access_denied).
         self.users_refuse = False
+        #: When set, the issuer its metadata names (not its own URL: a misconfigured server).
+        self.advertised_issuer: str | None = None
+        #: When set, dynamic registration is refused (400 invalid_client_metadata).
+        self.registration_refused = False
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
@@ -99,7 +104,7 @@ class AuthorizationServer:
 
     def metadata(self) -> dict[str, Any]:
         return {
-            "issuer": self.url,
+            "issuer": self.advertised_issuer or self.url,
             "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token",
             "registration_endpoint": f"{self.url}/register",
@@ -127,6 +132,8 @@ class AuthorizationServer:
         return client_id, secret
 
     def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.registration_refused:
+            return 400, {"error": "invalid_client_metadata", "error_description": "registration is closed"}
         client_id = self._new("client")
         client = {
             **request,

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -63,7 +64,7 @@ from mcp.shared.auth_utils import check_resource_allowed
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, ValidationError
 
-from ...protocol.errors import BadRequestError, ErrorCode, ToolAuthorizationError
+from ...protocol.errors import BadRequestError, ErrorCode, ToolAuthorizationError, cut_short
 from ...protocol.models import (
     MCPServerConfig,
     OAuthOptions,
@@ -87,6 +88,9 @@ HttpServerConfig = Union[SseServerConfig, StreamableHttpServerConfig]
 _UNUSED_REDIRECT = "http://127.0.0.1/callback"
 _CALLBACK_PATH = "/callback"
 _MAX_REQUEST_HEAD = 16384
+_URL_QUERY = re.compile(r"(https?://[^\s?#'\"]+)[?#][^\s'\"]*")
+#: The SDK's message for a redirect whose state is not the one sent (it shows both).
+_STATE_MISMATCH = "State parameter mismatch"
 
 
 class OAuthAuthorizationError(ToolAuthorizationError):
@@ -193,6 +197,12 @@ class ClientSecrets:
     def __getitem__(self, input_id: str) -> str:
         return self._values[input_id]
 
+    def hidden_in(self, text: str) -> str:
+        """`text` with every one of these values replaced by ``[secret]``."""
+        for value in self._values.values():
+            text = text.replace(value, "[secret]")
+        return text
+
     def __repr__(self) -> str:
         return f"ClientSecrets({sorted(self._values)})"
 
@@ -251,6 +261,7 @@ class _Configured(OAuthClientProvider):
     answer; the request goes again as it was refused (without its token after a 401)."""
 
     _stored: StoredCredentials
+    _secrets: ClientSecrets
     _fixed_client: OAuthClientInformationFull | None = None
     _configured_secret = False
     _resource: str | None = None
@@ -263,8 +274,10 @@ class _Configured(OAuthClientProvider):
         configured_secret: bool,
         resource: str | None,
         session: bool,
+        secrets: ClientSecrets,
     ) -> None:
         self._stored = storage
+        self._secrets = secrets
         self._fixed_client = fixed_client
         self._configured_secret = configured_secret
         self._resource = resource
@@ -293,7 +306,9 @@ class _Configured(OAuthClientProvider):
                 try:
                     outgoing = await flow.asend(response)
                 except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
-                    log.warning("MCP server %r: its OAuth grant was refused (%s)", self._stored.server, type(exc).__name__)
+                    log.warning(
+                        "MCP server %r: its OAuth grant was refused (%s)", self._stored.server, failure_reason(exc, self._secrets)
+                    )
                     if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
                         request.headers.pop("Authorization", None)
                     yield request  # the server's own refusal reaches the session: 4006 / 4007
@@ -346,6 +361,17 @@ class _SecretCredentials(_Configured, ClientCredentialsOAuthProvider):
 
 class _PrivateKeyCredentials(_Configured, PrivateKeyJWTOAuthProvider):
     """The SDK's client credentials grant, the client authenticated by a JWT it signs."""
+
+
+def failure_reason(exc: BaseException, secrets: ClientSecrets) -> str:
+    """Why an OAuth step failed, as the `mcp` SDK (or httpx) said it, fit for an error or a
+    log line: its type and message, without URL queries (a key may ride in one), the
+    OAuth ``state``, or any of `secrets`; at most 300 characters."""
+    text = str(exc)
+    if text.startswith(_STATE_MISMATCH):
+        text = _STATE_MISMATCH
+    text = " ".join(secrets.hidden_in(_URL_QUERY.sub(r"\1?...", text)).split())
+    return f"{type(exc).__name__}: {cut_short(text, 300)}" if text else type(exc).__name__
 
 
 def _needs_a_person(response: httpx2.Response) -> bool:
@@ -401,7 +427,7 @@ def _provider(
                     url, storage, mode.client_id, _signed_assertions(mode, secrets[mode.private_key_input]),
                     scope=scope, issuer=mode.issuer,
                 )
-        provider.configure(storage, None, mode.secret_input is not None, options.resource, handlers is None)
+        provider.configure(storage, None, mode.secret_input is not None, options.resource, handlers is None, secrets)
         return provider
     fixed = None
     if mode.client_id is not None:
@@ -416,7 +442,7 @@ def _provider(
     provider = _AuthorizationCode(
         url, metadata, storage, redirect_handler, callback_handler, client_metadata_url=mode.metadata_url
     )
-    provider.configure(storage, fixed, mode.secret_input is not None, options.resource, handlers is None)
+    provider.configure(storage, fixed, mode.secret_input is not None, options.resource, handlers is None, secrets)
     return provider
 
 
@@ -512,10 +538,11 @@ async def _authorize(
             OAuthRegistrationError,
             httpx2.HTTPError,
         ) as exc:
+            reason = failure_reason(exc, secrets)
+            cause = exc if reason == f"{type(exc).__name__}: {exc}" else OAuthFlowError(reason)
             raise OAuthAuthorizationError(
-                f"authorization of MCP server {server!r} failed ({type(exc).__name__})",
-                details={"mcp_server": server},
-            ) from None
+                f"authorization of MCP server {server!r} failed ({reason})", details={"mcp_server": server}
+            ) from cause
     return status
 
 
@@ -598,7 +625,8 @@ async def _code_receiver(
     except BaseExceptionGroup as errors:  # the task group wraps what the flow raised
         if len(errors.exceptions) != 1:
             raise
-        raise errors.exceptions[0] from None
+        flow_error = errors.exceptions[0]
+        raise flow_error from flow_error.__cause__  # its own cause kept (the SDK's reason), not the group
 
 
 async def _request_target(stream: anyio.abc.SocketStream) -> str | None:

@@ -51,7 +51,8 @@ class ServerUnavailable(Exception):
     in `status` and in `Computer.diagnostics()` (computer-management/protocol.md §7)."""
 
     def __init__(self, status: ServerStatus) -> None:
-        super().__init__(f"MCP server {status.bundle_id!r} is {status.state.value}")
+        waiting = status.state is ServerState.NEEDS_AUTHORIZATION
+        super().__init__(f"MCP server {status.bundle_id!r} {'needs authorization' if waiting else f'is {status.state.value}'}")
         self.status = status
 
 
@@ -174,9 +175,13 @@ class ServerConnection:
                     error = await self._run_session()
                     if anyio.current_time() - began >= self._policy.stable_after:
                         attempt = 0
-                    delay = self._policy.backoff(attempt)
-                    attempt += 1
-                    self._went_down(error, delay)
+                    if self.status.authorization_code is not None:
+                        delay = self._policy.backoff_max  # nothing changes until someone authorizes it
+                        self._wait_for_authorization(error)
+                    else:
+                        delay = self._policy.backoff(attempt)
+                        attempt += 1
+                        self._went_down(error, delay)
                     first_attempt.set()
                     await anyio.sleep(delay)
         except Exception:  # a bug here must not stop the bridge's other work
@@ -204,6 +209,19 @@ class ServerConnection:
         )
         if was_running:
             self._emit("disconnected")
+
+    def _wait_for_authorization(self, error: str) -> None:
+        """Its connection was refused for want of authorization: said once (a
+        ``needs_authorization`` event: the Computer's diagnostics warn), then tried again
+        quietly."""
+        was = self.status.state
+        self._set_status(state=ServerState.NEEDS_AUTHORIZATION, error=error)
+        if was is ServerState.NEEDS_AUTHORIZATION:
+            log.debug("MCP server %r still refuses the connection: %s", self.bundle_id, error)
+            return
+        if was is ServerState.RUNNING:
+            self._emit("disconnected")
+        self._emit("needs_authorization")
 
     def _command_shown(self) -> str:
         """`` (command 'x')`` for a stdio server: the local log names what was run (the
