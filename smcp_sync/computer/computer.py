@@ -452,6 +452,7 @@ class Computer:
         *,
         timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
         redirect_uri: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> ServerStatus:
         """Authorize this Computer at an MCP server with an ``oauth`` block (README, "OAuth
         for remote MCP servers"): blocks until the user has granted it (the tokens are then
@@ -460,9 +461,20 @@ class Computer:
         `open_url(url)` shows the authorization URL to the user (default: the web browser).
         The redirect comes back to a listener on 127.0.0.1 (an ephemeral port); or give the
         `redirect_uri` the host receives itself, and return the URL the user was sent to
-        from `open_url`. Raises `OAuthAuthorizationError` (4007) when it is refused, the
-        flow fails or `cancel_authorization` stops it, TimeoutError after `timeout`."""
-        status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri)
+        from `open_url`. `scopes`: OAuth scopes to ask for besides those of the server's
+        config and challenge (a server answering 4007 names the scope it wants in the
+        hint); the user is then asked again even if a token is stored. Raises
+        `OAuthAuthorizationError` (4007) when it is refused, the flow fails (its message
+        says why) or `cancel_authorization` stops it, TimeoutError after `timeout`."""
+        wanted = _scope_text(scopes) if scopes is not None else None
+        status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri, wanted)
+        self._refresh_tools()
+        return status
+
+    def forget_authorization(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
+        """Drop the OAuth token stored for MCP server `bundle_id` (its client registration
+        is kept) and reconnect it if it is started: it then needs `authorize` again."""
+        status = self._manager.forget_authorization(bundle_id, timeout)
         self._refresh_tools()
         return status
 
@@ -572,6 +584,13 @@ def _open_in_browser(url: str) -> None:
 
     if not webbrowser.open(url):
         log.warning("no web browser to open the authorization URL; pass authorize() an open_url")
+
+
+def _scope_text(scopes: Sequence[str]) -> str:
+    """`scopes` as OAuth writes them (space-separated); each one a non-empty word."""
+    if isinstance(scopes, str) or not all(isinstance(s, str) and s and s.split() == [s] for s in scopes):
+        raise ValueError(f"scopes must be a list of OAuth scopes, each one word, got {scopes!r}")
+    return " ".join(scopes)
 
 
 def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:

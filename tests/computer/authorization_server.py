@@ -14,7 +14,7 @@ credentials grant; clients named by the https URL of their client metadata docum
 (CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
 A client credentials token carries the scope asked for, if `grantable` allows all of it
-(else ``invalid_scope``); with `users_refuse` set, the user denies every authorization;
+(else ``invalid_scope``); an authorization code token what `grantable` allows of it; with `users_refuse` set, the user denies every authorization;
 `advertised_issuer` and `registration_refused` make it misconfigured or closed.
 """
 
@@ -62,6 +62,8 @@ class AuthorizationServer:
         self.grantable: set[str] = set()
         #: The scope each client credentials request asked for (None: none), in order.
         self.scopes_asked: list[str | None] = []
+        #: The scope each authorization the user granted asked for (None: none), in order.
+        self.authorizations_asked: list[str | None] = []
         #: When set, the user denies every authorization (a redirect with access_denied).
         self.users_refuse = False
         #: When set, the issuer its metadata names (not its own URL: a misconfigured server).
@@ -180,6 +182,9 @@ class AuthorizationServer:
                 if granted["redirect_uri"] != form.get("redirect_uri") or not _pkce_ok(form, granted):
                     return 400, {"error": "invalid_grant"}
                 client_id = granted["client_id"]
+                self.authorizations_asked.append(granted.get("scope"))
+                asked = set(granted.get("scope", self.scope).split())
+                scope = " ".join(sorted(asked & (self.grantable | {self.scope}))) or self.scope
             elif grant == "refresh_token":
                 old = self.refresh.pop(form.get("refresh_token", ""), None)
                 if old is None or old["client_id"] != authenticated:

@@ -23,6 +23,8 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from .oauth import OpenUrl
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -167,12 +169,19 @@ class ClientFeatures:
     `Computer(client_features=...)` as one value. `elicit(request)` answers a form or a
     URL elicitation; `sample(request)` returns the host model's message; `roots` are the
     roots (or a callable returning them; `Computer.set_roots` changes them and tells the
-    servers). Each callback blocks as long as it needs, within `timeout` seconds when no
-    request to that server is in flight (else within the latest one's deadline)."""
+    servers); `open_url` reaches the user for a scope step-up. Each callback blocks as
+    long as it needs, within `timeout` seconds when no request to that server is in
+    flight (else within the latest one's deadline)."""
 
     elicit: ElicitCallback | None = None
     sample: SampleCallback | None = None
     roots: Roots | None = None
+    #: The user's browser when an MCP server asks for a wider OAuth scope during a call
+    #: (a scope step-up), as `Computer.authorize`'s `open_url`; with `redirect_uri`, the
+    #: redirect the host receives itself (None: a loopback listener). None: such a call
+    #: fails with 4007, its hint saying how to authorize the scope.
+    open_url: OpenUrl | None = None
+    redirect_uri: str | None = None
     timeout: float = attrs.field(default=DEFAULT_ANSWER_TIMEOUT, validator=_positive)
 
 
@@ -195,8 +204,8 @@ class ClientAnswers:
     current roots (`set_roots`)."""
 
     def __init__(self, features: ClientFeatures | None) -> None:
-        self._features = features if features is not None else ClientFeatures()
-        self._roots = self._features.roots
+        self.features = features if features is not None else ClientFeatures()
+        self._roots = self.features.roots
         self._lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(ANSWERS_AT_ONCE)
 
@@ -218,7 +227,7 @@ class ClientAnswers:
     def handlers(self, server: str, deadline: Callable[[], float | None]) -> ClientHandlers:
         """The handlers for MCP server `server`; `deadline()` is the latest loop time by
         which a request in flight to it must end (None: none in flight)."""
-        features = self._features
+        features = self.features
 
         async def elicit(request: Elicitation) -> ElicitationAnswer:
             assert features.elicit is not None
@@ -263,7 +272,7 @@ class ClientAnswers:
     ) -> T | None:
         """`callback(request)` on a worker thread, abandoned at the bound (None then)."""
         latest = deadline()
-        bound = latest - anyio.current_time() if latest is not None else self._features.timeout
+        bound = latest - anyio.current_time() if latest is not None else self.features.timeout
         with anyio.move_on_after(max(0.0, bound)):
             try:
                 return await anyio.to_thread.run_sync(callback, request, abandon_on_cancel=True, limiter=self._limiter)

@@ -31,6 +31,7 @@ from ...protocol.errors import (
     cut_short,
 )
 from ...protocol.models import (
+    StdioServerConfig,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -57,7 +58,16 @@ from .adapter import (
 from .bridge import BridgeClosedError, EventLoopThread
 from .client_features import ClientAnswers, Roots
 from .failures import REQUEST_FAILURES, request_error
-from .oauth import OAuthAuthorizationError, OpenUrl, authorize, resolve_secrets, session_auth
+from .oauth import (
+    ClientSecrets,
+    OAuthAuthorizationError,
+    OpenUrl,
+    StepUp,
+    authorize,
+    forget_tokens,
+    resolve_secrets,
+    session_auth,
+)
 from .policy import ServerPolicy
 from .server_connection import ServerConnection
 from .status import ServerEvent, ServerState, ServerStatus
@@ -117,7 +127,7 @@ class ServerManager:
         if getattr(model, "oauth", None) is not None:
             secrets = resolve_secrets(model, self.inputs.value)  # off the loop: an input may ask
             # the store is made here, off the loop (a keyring backend is looked up)
-            auth = functools.partial(session_auth, model, self.oauth_store(), secrets)
+            auth = functools.partial(session_auth, model, self.oauth_store(), secrets, self._step_up(model, secrets))
         for unknown in unknown_fields(raw):
             log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
@@ -193,8 +203,11 @@ class ServerManager:
                 self._oauth_store = default_token_store()
             return self._oauth_store
 
-    def authorize(self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None) -> ServerStatus:
-        """Run the OAuth flow for one server (`oauth.authorize`), then reconnect it if it is started."""
+    def authorize(
+        self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None, scopes: str | None = None
+    ) -> ServerStatus:
+        """Run the OAuth flow for one server (`oauth.authorize`; with `scopes`, the user is
+        asked again for them), then reconnect it if it is started."""
         config = self._connection(name).config
         secrets = resolve_secrets(config, self.inputs.value)
         store = self.oauth_store()
@@ -204,7 +217,9 @@ class ServerManager:
                 with self._data:
                     self._authorizing[name] = scope
                 try:
-                    await authorize(config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
+                    await authorize(
+                        config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout, scopes
+                    )
                     return
                 finally:
                     with self._data:
@@ -234,6 +249,29 @@ class ServerManager:
             if isinstance(outcome, BaseException):
                 failure = request_error(connection.bundle_id, outcome, "notifications/roots/list_changed", timeout)
                 log.warning("MCP server %r was not told its roots changed: %s", connection.bundle_id, failure.message)
+
+    def forget_authorization(self, name: str, timeout: float) -> ServerStatus:
+        """Drop the server's stored OAuth token (its client registration is kept), then
+        reconnect it if it is started: it needs an authorization again."""
+        config = self._connection(name).config
+        if isinstance(config, StdioServerConfig) or config.oauth is None:
+            raise BadRequestError(f"MCP server {name!r} has no oauth block in its configuration", details={"mcp_server": name})
+        forget_tokens(config, self.oauth_store())
+        with self._admin:
+            connection = self._connection(name)
+            return self.restart(name, timeout) if connection.active else connection.status
+
+    def _step_up(self, config: MCPServerConfig, secrets: ClientSecrets) -> StepUp | None:
+        """How a connection to `config`'s server authorizes a wider scope during a call:
+        the user sent through the host's `ClientFeatures.open_url`, as `authorize` does
+        (None: the host gave no way to reach the user; such a call is 4007)."""
+        features = self.client.features
+        if features.open_url is None:
+            return None
+        return functools.partial(
+            authorize, config, self.oauth_store(), secrets, features.open_url, features.redirect_uri,
+            features.timeout, self._policy.request_timeout,
+        )  # fmt: skip
 
     def cancel_authorization(self, name: str) -> bool:
         """Stop the authorization flow running for one server (its `authorize` raises);

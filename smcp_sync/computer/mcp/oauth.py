@@ -60,6 +60,7 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
+from mcp.client.auth.utils import extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth_utils import check_resource_allowed
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, ValidationError
@@ -105,8 +106,12 @@ class StoredCredentials:
     store: a token loaded at the next start is then refreshed in time, not used stale.
     `redirect_uri`: a stored client registered for another redirect is not offered."""
 
-    def __init__(self, store: OAuthTokenStore, server_key: str, redirect_uri: str | None = None) -> None:
+    def __init__(
+        self, store: OAuthTokenStore, server_key: str, redirect_uri: str | None = None, *, fresh: bool = False
+    ) -> None:
         self._store = store
+        #: Offers no stored token (`authorize` with scopes: the user is asked again).
+        self._fresh = fresh
         self._key = server_key
         #: The server's name, for logs (its key's URL may carry a key).
         self.server = server_key.split(" ", 1)[0]
@@ -115,6 +120,8 @@ class StoredCredentials:
         self.expires_at: float | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
+        if self._fresh:
+            return None
         record = await self._load("tokens")
         try:
             token = OAuthToken.model_validate(record["token"]) if record else None
@@ -143,7 +150,7 @@ class StoredCredentials:
             log.warning("stored OAuth client of MCP server %r unreadable: ignored", self.server)
             return None
         if client is not None and self._redirect_uri is not None:
-            if self._redirect_uri not in [str(uri) for uri in client.redirect_uris or ()]:
+            if not any(_same_redirect(self._redirect_uri, str(uri)) for uri in client.redirect_uris or ()):
                 return None  # registered for another redirect: register again
         return client
 
@@ -185,6 +192,23 @@ class StoredCredentials:
                 self.server,
                 type(exc).__name__,
             )
+
+
+def _same_redirect(wanted: str, registered: str) -> bool:
+    """The same redirect URI, a loopback one on any port (RFC 8252 section 7.3: the
+    listener's port changes at each authorization; the client, and the sessions bound
+    to it, stay the same)."""
+    if wanted == registered:
+        return True
+    a, b = urlsplit(wanted), urlsplit(registered)
+    loopback = a.scheme == b.scheme == "http" and a.hostname == b.hostname == "127.0.0.1"
+    return loopback and (a.path, a.query) == (b.path, b.query)
+
+
+def forget_tokens(config: HttpServerConfig, store: OAuthTokenStore) -> None:
+    """Drop the token `StoredCredentials` keeps for `config`'s server (its client
+    registration stays). Blocking: never on the loop."""
+    store.delete(f"{server_key(config)}/tokens")
 
 
 class ClientSecrets:
@@ -266,6 +290,9 @@ class _Configured(OAuthClientProvider):
     _configured_secret = False
     _resource: str | None = None
     _session = False
+    _step_up: StepUp | None = None
+    _step_up_lock: anyio.Lock | None = None
+    _wanted_scope: str | None = None
 
     def configure(
         self,
@@ -275,9 +302,14 @@ class _Configured(OAuthClientProvider):
         resource: str | None,
         session: bool,
         secrets: ClientSecrets,
+        *,
+        step_up: StepUp | None = None,
+        wanted_scope: str | None = None,
     ) -> None:
         self._stored = storage
         self._secrets = secrets
+        self._step_up = step_up
+        self._wanted_scope = wanted_scope
         self._fixed_client = fixed_client
         self._configured_secret = configured_secret
         self._resource = resource
@@ -302,6 +334,11 @@ class _Configured(OAuthClientProvider):
                 if outgoing is request:
                     status = response.status_code
                     if person_needed and _needs_a_person(response):
+                        if status == 403 and self._step_up is not None:
+                            await flow.aclose()  # the SDK's flow holds its lock: other requests go on meanwhile
+                            if await self._stepped_up(response):
+                                self._add_auth_header(request)
+                                yield request  # with the wider token; its answer, whatever it is, is the call's
                         return  # the refusal reaches the session: 4006 / 4007
                 try:
                     outgoing = await flow.asend(response)
@@ -317,6 +354,35 @@ class _Configured(OAuthClientProvider):
             return
         finally:
             await flow.aclose()
+
+    async def _stepped_up(self, refusal: httpx2.Response) -> bool:
+        """Authorize again for the scope held and the one `refusal` names (SEP-2350's
+        union, as the SDK's own step-up asks), the user sent where `authorize` sends them
+        (`step_up`); then carry the new token. False when it was not granted. One at a
+        time: a call refused meanwhile uses the token the first one obtained."""
+        assert self._step_up is not None
+        challenged = extract_scope_from_www_auth(refusal)
+        if self._step_up_lock is None:
+            self._step_up_lock = anyio.Lock()
+        async with self._step_up_lock:
+            tokens = await self._stored.get_tokens()
+            granted = tokens.scope if tokens is not None else None
+            if not _covers(granted, challenged):
+                wanted = union_scopes(union_scopes(self.context.client_metadata.scope, granted), challenged)
+                log.info("MCP server %r asks for scope %r: authorizing it again", self._stored.server, challenged)
+                try:
+                    await self._step_up(wanted or "")
+                except (OAuthAuthorizationError, TimeoutError) as exc:
+                    log.warning("MCP server %r: the wider scope it asks for was not granted (%s)", self._stored.server, exc)
+                    return False
+                tokens = await self._stored.get_tokens()
+            if tokens is None:
+                return False
+            self.context.current_tokens = tokens
+            self.context.token_expiry_time = self._stored.expires_at
+            if self._fixed_client is None:
+                self.context.client_info = await self._stored.get_client_info() or self.context.client_info
+        return True
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -334,6 +400,8 @@ class _Configured(OAuthClientProvider):
             raise OAuthFlowError("the protected resource metadata names another resource than oauth.resource")
 
     async def _perform_authorization(self) -> httpx2.Request:
+        if self._wanted_scope is not None:  # asked for beyond what the server's challenge names
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self._wanted_scope)
         self._authenticate_as_offered()
         return await super()._perform_authorization()
 
@@ -374,6 +442,11 @@ def failure_reason(exc: BaseException, secrets: ClientSecrets) -> str:
     return f"{type(exc).__name__}: {cut_short(text, 300)}" if text else type(exc).__name__
 
 
+def _covers(granted: str | None, wanted: str | None) -> bool:
+    """Whether the scope `granted` includes every scope of `wanted`."""
+    return bool(wanted) and set((wanted or "").split()) <= set((granted or "").split())
+
+
 def _needs_a_person(response: httpx2.Response) -> bool:
     challenge = response.headers.get("www-authenticate", "")
     return response.status_code == 401 or (response.status_code == 403 and "insufficient_scope" in challenge)
@@ -387,14 +460,22 @@ def server_key(config: HttpServerConfig) -> str:
     return f"{key} {resource}" if resource else key
 
 
-def session_auth(config: MCPServerConfig, store: OAuthTokenStore, secrets: ClientSecrets) -> httpx2.Auth | None:
+def session_auth(
+    config: MCPServerConfig, store: OAuthTokenStore, secrets: ClientSecrets, step_up: StepUp | None = None
+) -> httpx2.Auth | None:
     """The auth of a connection to `config`'s server (None: it has no `oauth` block). A
-    client credentials grant needs nobody, so it runs here whenever the server asks."""
+    client credentials grant needs nobody, so it runs here whenever the server asks; an
+    authorization code grant asked for a wider scope during a request runs `step_up`, if
+    given (the host can reach the user: `ClientFeatures.open_url`)."""
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         return None
-    return _provider(config, StoredCredentials(store, server_key(config)), secrets, _UNUSED_REDIRECT, None)
+    return _provider(config, StoredCredentials(store, server_key(config)), secrets, _UNUSED_REDIRECT, None, step_up)
 
 
+#: ``step_up(scope)``: authorize the server again for `scope` (space-separated), the user
+#: sent where `authorize` sends them; raises `OAuthAuthorizationError` or TimeoutError when
+#: it is not granted (`authorize` with its arguments bound but the scopes).
+StepUp = Callable[[str], Awaitable[None]]
 #: The authorization code flow's two hooks: (redirect_handler, callback_handler).
 CodeHandlers = tuple[Callable[[str], Awaitable[None]], Callable[[], Awaitable[AuthorizationCodeResult]]]
 
@@ -405,6 +486,8 @@ def _provider(
     secrets: ClientSecrets,
     redirect_uri: str,
     handlers: CodeHandlers | None,
+    step_up: StepUp | None = None,
+    wanted_scope: str | None = None,
 ) -> _Configured:
     """The SDK's provider for `config`'s mode: with `handlers`, one that runs the whole
     authorization code flow; without, a connection's (`_Configured`, `session`)."""
@@ -442,7 +525,10 @@ def _provider(
     provider = _AuthorizationCode(
         url, metadata, storage, redirect_handler, callback_handler, client_metadata_url=mode.metadata_url
     )
-    provider.configure(storage, fixed, mode.secret_input is not None, options.resource, handlers is None, secrets)
+    provider.configure(
+        storage, fixed, mode.secret_input is not None, options.resource, handlers is None, secrets,
+        step_up=step_up, wanted_scope=wanted_scope,
+    )  # fmt: skip
     return provider
 
 
@@ -478,10 +564,13 @@ async def authorize(
     redirect_uri: str | None,
     timeout: float,
     request_timeout: float,
+    scopes: str | None = None,
 ) -> None:
     """Run the SDK's authorization flow for `config`'s server, storing its tokens (module
     doc), within `timeout` seconds (the listener is closed when this returns or raises);
-    `request_timeout` bounds each HTTP request. A client credentials grant asks nobody."""
+    `request_timeout` bounds each HTTP request. A client credentials grant asks nobody.
+    With `scopes` (space-separated), the user is asked again whatever token is stored,
+    for those scopes as well as the ones the server names."""
     server = config.bundle_id or config.name
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         raise BadRequestError(
@@ -489,7 +578,7 @@ async def authorize(
         )
     try:
         with anyio.fail_after(timeout):
-            status = await _authorize(config, server, store, secrets, open_url, redirect_uri, request_timeout)
+            status = await _authorize(config, server, store, secrets, open_url, redirect_uri, request_timeout, scopes)
     except TimeoutError:
         raise TimeoutError(f"MCP server {server!r} was not authorized within {timeout:g}s") from None
     if status in (401, 403):
@@ -508,6 +597,7 @@ async def _authorize(
     open_url: OpenUrl,
     redirect_uri: str | None,
     request_timeout: float,
+    scopes: str | None,
 ) -> int:
     """The MCP endpoint's status once the flow has run (a client credentials grant
     redirects nobody: no listener)."""
@@ -515,7 +605,7 @@ async def _authorize(
     if isinstance(oauth_mode(config.oauth.mode, server), ClientCredentials):
         redirect_uri = _UNUSED_REDIRECT
     async with _code_receiver(redirect_uri) as (redirect, wait_for_redirect):
-        storage = StoredCredentials(store, server_key(config), redirect_uri=redirect)
+        storage = StoredCredentials(store, server_key(config), redirect_uri=redirect, fresh=scopes is not None)
         handed_back: list[str] = []
 
         async def redirect_handler(authorization_url: str) -> None:
@@ -527,7 +617,7 @@ async def _authorize(
         async def callback_handler() -> AuthorizationCodeResult:
             return _code_result(handed_back[0] if handed_back else await wait_for_redirect(), server)
 
-        provider = _provider(config, storage, secrets, redirect, (redirect_handler, callback_handler))
+        provider = _provider(config, storage, secrets, redirect, (redirect_handler, callback_handler), wanted_scope=scopes)
         try:
             status = await _touch(config, provider, request_timeout)
             if provider.context.oauth_metadata is not None:
