@@ -39,18 +39,6 @@ def issuer() -> Iterator[AuthorizationServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def protected(issuer: AuthorizationServer) -> Iterator[str]:
-    """The protected streamable MCP server's URL: its calls of `add` also need scope ``admin``."""
-    proc, url = start_http_server(
-        OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"
-    )
-    try:
-        yield url
-    finally:
-        stop(proc)
-
-
 def jwt_computer(
     url: str, issuer: AuthorizationServer, client_id: str, private_pem: str, algorithm: str, store: Path
 ) -> Computer:

@@ -17,8 +17,8 @@ from smcp_sync.computer import ClientFeatures, Computer, MemoryTokenStore, Serve
 from smcp_sync.protocol.errors import ErrorCode
 
 from .authorization_server import AuthorizationServer
-from .helpers import FAST, http_config, start_http_server, stop
-from .test_oauth import OAUTH, OAUTH_SERVER, Browser, assert_authorization_needed
+from .helpers import FAST, http_config
+from .test_oauth import OAUTH, Browser, assert_authorization_needed
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,17 +28,6 @@ def issuer() -> Iterator[AuthorizationServer]:
     with AuthorizationServer() as server:
         server.grantable = {"admin"}
         yield server
-
-
-@pytest.fixture(scope="module")
-def protected(issuer: AuthorizationServer) -> Iterator[str]:
-    proc, url = start_http_server(
-        OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"
-    )
-    try:
-        yield url
-    finally:
-        stop(proc)
 
 
 def host(url: str, features: ClientFeatures | None = None) -> Computer:
