@@ -19,7 +19,7 @@ from .mcp.client_features import (
 )
 from .mcp.failures import MCPServerError
 from .mcp.manager import ServerManager
-from .mcp.oauth import OAuthAuthorizationError
+from .mcp.oauth import IdentityAssertionRequest, OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
 from .mcp.status import (
     ComputerNotRunningError,
@@ -43,6 +43,7 @@ __all__ = [
     "FileTokenStore",
     "FinderPage",
     "FormElicitation",
+    "IdentityAssertionRequest",
     "InputError",
     "InputMemory",
     "KeyringTokenStore",

@@ -15,7 +15,9 @@ credentials grant; clients named by the https URL of their client metadata docum
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
 A client credentials token carries the scope asked for, if `grantable` allows all of it
 (else ``invalid_scope``); an authorization code token what `grantable` allows of it; with `users_refuse` set, the user denies every authorization;
-`advertised_issuer` and `registration_refused` make it misconfigured or closed.
+`advertised_issuer` and `registration_refused` make it misconfigured or closed. Cross-app
+access (SEP-990): the jwt-bearer grant takes an identity assertion (ID-JAG) signed by the
+identity provider whose key is `idp_public_key`, for this server and the resource asked.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import jwt
 
 from smcp_sync.computer.config.oauth_mode import JWT_ALGORITHMS  # accepted: each one an oauth.mode may name
+
+#: RFC 7523's grant, which cross-app access (SEP-990) uses with an identity assertion.
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 class AuthorizationServer:
@@ -76,7 +81,11 @@ class AuthorizationServer:
         self.refresh: dict[str, dict[str, Any]] = {}
         #: Every client id, code and token handed out.
         self.issued: list[str] = []
-        self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0}
+        self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0, JWT_BEARER: 0}
+        #: The public key (PEM) of the identity provider whose identity assertions (ID-JAGs,
+        #: SEP-990) the jwt-bearer grant accepts; their claims, in order.
+        self.idp_public_key = ""
+        self.identity_assertions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
@@ -113,7 +122,7 @@ class AuthorizationServer:
             "revocation_endpoint": f"{self.url}/revoke",
             "introspection_endpoint": f"{self.url}/introspect",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", JWT_BEARER],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": self.auth_methods,
             "client_id_metadata_document_supported": self.client_metadata_documents,
@@ -196,6 +205,12 @@ class AuthorizationServer:
                 scope = form.get("scope", self.scope)
                 if not set(scope.split()) <= self.grantable | {self.scope}:
                     return 400, {"error": "invalid_scope"}
+            elif grant == JWT_BEARER and self.clients.get(authenticated, {}).get("client_secret"):
+                claims = self._identity_assertion(form)
+                if claims is None:
+                    return 400, {"error": "invalid_grant"}
+                self.identity_assertions.append(claims)
+                client_id, scope = authenticated, form.get("scope", self.scope)
             else:
                 return 400, {"error": "unsupported_grant_type"}
             self.grants[grant] += 1
@@ -270,6 +285,15 @@ class AuthorizationServer:
         if used != "none" and not secrets.compare_digest(proof, client["client_secret"]):
             return None
         return client_id
+
+    def _identity_assertion(self, form: dict[str, str]) -> dict[str, Any] | None:
+        """The claims of the form's ID-JAG when the identity provider signed it for this
+        server and for the resource the request names (SEP-990), else None."""
+        try:
+            claims = jwt.decode(form.get("assertion", ""), self.idp_public_key, algorithms=["RS256"], audience=self.url)
+        except jwt.InvalidTokenError:
+            return None
+        return claims if claims.get("resource") == form.get("resource") else None
 
     def _resource_ok(self, request: dict[str, str]) -> bool:
         self.resources_asked.append(request.get("resource"))

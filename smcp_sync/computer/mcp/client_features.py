@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from .oauth import OpenUrl
+from .oauth import AssertionCallback, OpenUrl
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,10 @@ class ClientFeatures:
     #: fails with 4007, its hint saying how to authorize the scope.
     open_url: OpenUrl | None = None
     redirect_uri: str | None = None
+    #: The identity assertion (ID-JAG) of a server in the ``identityAssertion`` OAuth mode
+    #: without an ``assertionInput``: called with an `IdentityAssertionRequest` at each
+    #: token exchange, returns the assertion from the enterprise's identity provider.
+    identity_assertion: AssertionCallback | None = None
     timeout: float = attrs.field(default=DEFAULT_ANSWER_TIMEOUT, validator=_positive)
 
 

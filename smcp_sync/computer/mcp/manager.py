@@ -43,9 +43,9 @@ from ...protocol.models import (
 from ...protocol.models._fields import evolve
 from ..config.env_file import check_env_file
 from ..config.fields import refuse_unsupported, unknown_fields
-from ..config.files import server_bundle_id
+from ..config.files import ConfigError, server_bundle_id
 from ..config.inputs import InputResolver, placeholders
-from ..config.oauth_mode import oauth_mode, secret_inputs
+from ..config.oauth_mode import IdentityAssertion, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore, default_token_store
 from ..config.redaction import public_server_config
 from ..config.variables import render_variables
@@ -127,7 +127,11 @@ class ServerManager:
         if getattr(model, "oauth", None) is not None:
             secrets = resolve_secrets(model, self.inputs.value)  # off the loop: an input may ask
             # the store is made here, off the loop (a keyring backend is looked up)
-            auth = functools.partial(session_auth, model, self.oauth_store(), secrets, self._step_up(model, secrets))
+            self._check_assertion_source(model)
+            features = self.client.features
+            step_up = self._step_up(model, secrets)
+            store = self.oauth_store()
+            auth = functools.partial(session_auth, model, store, secrets, step_up, features.identity_assertion)
         for unknown in unknown_fields(raw):
             log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
@@ -218,8 +222,9 @@ class ServerManager:
                     self._authorizing[name] = scope
                 try:
                     await authorize(
-                        config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout, scopes
-                    )
+                        config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout, scopes,
+                        identity_assertion=self.client.features.identity_assertion,
+                    )  # fmt: skip
                     return
                 finally:
                     with self._data:
@@ -260,6 +265,20 @@ class ServerManager:
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
+
+    def _check_assertion_source(self, config: MCPServerConfig) -> None:
+        """An ``identityAssertion`` mode needs its assertion from somewhere: its
+        ``assertionInput``, or the host's `ClientFeatures.identity_assertion`."""
+        options = getattr(config, "oauth", None)
+        server = config.bundle_id or config.name
+        mode = oauth_mode(options.mode, server) if options is not None else None
+        if isinstance(mode, IdentityAssertion) and mode.assertion_input is None:
+            if self.client.features.identity_assertion is None:
+                raise ConfigError(
+                    f"MCP server {server!r}: field 'oauth.mode.assertionInput' is required unless the Computer is given "
+                    "ClientFeatures(identity_assertion=...)",
+                    details={"field": "oauth.mode.assertionInput", "mcp_server": server},
+                )
 
     def _step_up(self, config: MCPServerConfig, secrets: ClientSecrets) -> StepUp | None:
         """How a connection to `config`'s server authorizes a wider scope during a call:

@@ -17,8 +17,9 @@ an `OAuthTokenStore` (`StoredCredentials`):
   (127.0.0.1, an ephemeral port, RFC 8252) or in the URL `open_url` returns.
 
 Each mode of the config (`config.oauth_mode`) is one of the SDK's providers
-(`OAuthClientProvider`, `ClientCredentialsOAuthProvider`, `PrivateKeyJWTOAuthProvider`)
-with what the config adds (`_Configured`). Tokens, codes, client secrets and keys stay
+(`OAuthClientProvider`, `ClientCredentialsOAuthProvider`, `PrivateKeyJWTOAuthProvider`,
+and for cross-app access `IdentityAssertionOAuthProvider`) with what the config adds
+(`_Configured`, `_IdentityAssertion`). Tokens, codes, client secrets and keys stay
 between the SDK, the inputs and the store (which never holds a configured secret):
 messages and logs here name servers, statuses and exception types only.
 """
@@ -38,6 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.abc
+import attrs
 import httpx2
 from anyio.abc import SocketAttribute
 from mcp.client.auth import OAuthClientProvider
@@ -46,6 +48,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.exceptions import (
     OAuthFlowError,
@@ -73,7 +76,7 @@ from ...protocol.models import (
     StdioServerConfig,
     StreamableHttpServerConfig,
 )
-from ..config.oauth_mode import ClientCredentials, check_private_key, oauth_mode, secret_inputs
+from ..config.oauth_mode import ClientCredentials, IdentityAssertion, check_private_key, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore
 
 if sys.version_info < (3, 11):
@@ -320,42 +323,13 @@ class _Configured(OAuthClientProvider):
 
     def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)
-        return self._within_session(flow, request) if self._session else flow
-
-    async def _within_session(
-        self, flow: AsyncGenerator[httpx2.Request, httpx2.Response], request: httpx2.Request
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if not self._session:
+            return flow
         person_needed = not isinstance(self, (ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider))
-        status = None  # of the server's last answer to `request`
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request:
-                    status = response.status_code
-                    if person_needed and _needs_a_person(response):
-                        if status == 403 and self._step_up is not None:
-                            await flow.aclose()  # the SDK's flow holds its lock: other requests go on meanwhile
-                            if await self._stepped_up(response):
-                                self._add_auth_header(request)
-                                yield request  # with the wider token; its answer, whatever it is, is the call's
-                        return  # the refusal reaches the session: 4006 / 4007
-                try:
-                    outgoing = await flow.asend(response)
-                except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
-                    log.warning(
-                        "MCP server %r: its OAuth grant was refused (%s)", self._stored.server, failure_reason(exc, self._secrets)
-                    )
-                    if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
-                        request.headers.pop("Authorization", None)
-                    yield request  # the server's own refusal reaches the session: 4006 / 4007
-                    return
-        except StopAsyncIteration:
-            return
-        finally:
-            await flow.aclose()
+        step_up = self._stepped_up if self._step_up is not None else None
+        return _within_session(flow, request, self._stored.server, self._secrets, person_needed, step_up)
 
-    async def _stepped_up(self, refusal: httpx2.Response) -> bool:
+    async def _stepped_up(self, refusal: httpx2.Response, request: httpx2.Request) -> bool:
         """Authorize again for the scope held and the one `refusal` names (SEP-2350's
         union, as the SDK's own step-up asks), the user sent where `authorize` sends them
         (`step_up`); then carry the new token. False when it was not granted. One at a
@@ -382,6 +356,7 @@ class _Configured(OAuthClientProvider):
             self.context.token_expiry_time = self._stored.expires_at
             if self._fixed_client is None:
                 self.context.client_info = await self._stored.get_client_info() or self.context.client_info
+        self._add_auth_header(request)
         return True
 
     async def _initialize(self) -> None:
@@ -442,6 +417,49 @@ def failure_reason(exc: BaseException, secrets: ClientSecrets) -> str:
     return f"{type(exc).__name__}: {cut_short(text, 300)}" if text else type(exc).__name__
 
 
+#: ``step_up(refusal, request)``: authorize the wider scope `refusal` names and put the new
+#: token on `request`; False when it was not granted.
+_SessionStepUp = Callable[[httpx2.Response, httpx2.Request], Awaitable[bool]]
+
+
+async def _within_session(
+    flow: AsyncGenerator[httpx2.Request, httpx2.Response],
+    request: httpx2.Request,
+    server: str,
+    secrets: ClientSecrets,
+    person_needed: bool,
+    step_up: _SessionStepUp | None,
+) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    """A provider's `flow` under a connection (`_Configured`): a refusal that needs a
+    person reaches the session (after a step-up, if `step_up` is given), and so does a
+    grant the authorization server refuses (logged with its reason, never raised)."""
+    status = None  # of the server's last answer to `request`
+    try:
+        outgoing = await flow.__anext__()
+        while True:
+            response = yield outgoing
+            if outgoing is request:
+                status = response.status_code
+                if person_needed and _needs_a_person(response):
+                    if status == 403 and step_up is not None:
+                        await flow.aclose()  # the SDK's flow holds its lock: other requests go on meanwhile
+                        if await step_up(response, request):
+                            yield request  # with the wider token; its answer, whatever it is, is the call's
+                    return  # the refusal reaches the session: 4006 / 4007
+            try:
+                outgoing = await flow.asend(response)
+            except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
+                log.warning("MCP server %r: its OAuth grant was refused (%s)", server, failure_reason(exc, secrets))
+                if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
+                    request.headers.pop("Authorization", None)
+                yield request  # the server's own refusal reaches the session: 4006 / 4007
+                return
+    except StopAsyncIteration:
+        return
+    finally:
+        await flow.aclose()
+
+
 def _covers(granted: str | None, wanted: str | None) -> bool:
     """Whether the scope `granted` includes every scope of `wanted`."""
     return bool(wanted) and set((wanted or "").split()) <= set((granted or "").split())
@@ -461,7 +479,11 @@ def server_key(config: HttpServerConfig) -> str:
 
 
 def session_auth(
-    config: MCPServerConfig, store: OAuthTokenStore, secrets: ClientSecrets, step_up: StepUp | None = None
+    config: MCPServerConfig,
+    store: OAuthTokenStore,
+    secrets: ClientSecrets,
+    step_up: StepUp | None = None,
+    identity_assertion: AssertionCallback | None = None,
 ) -> httpx2.Auth | None:
     """The auth of a connection to `config`'s server (None: it has no `oauth` block). A
     client credentials grant needs nobody, so it runs here whenever the server asks; an
@@ -469,9 +491,23 @@ def session_auth(
     given (the host can reach the user: `ClientFeatures.open_url`)."""
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         return None
-    return _provider(config, StoredCredentials(store, server_key(config)), secrets, _UNUSED_REDIRECT, None, step_up)
+    storage = StoredCredentials(store, server_key(config))
+    return _provider(config, storage, secrets, _UNUSED_REDIRECT, None, step_up, identity_assertion=identity_assertion)
 
 
+@attrs.frozen
+class IdentityAssertionRequest:
+    """What the host's `ClientFeatures.identity_assertion` is asked for: an identity
+    assertion (ID-JAG) from the enterprise's identity provider for MCP server `server`,
+    whose ``aud`` is `audience` (the authorization server) and ``resource`` `resource`."""
+
+    server: str
+    audience: str
+    resource: str
+
+
+#: ``identity_assertion(request) -> str``: the ID-JAG (blocking; called off the loop).
+AssertionCallback = Callable[[IdentityAssertionRequest], str]
 #: ``step_up(scope)``: authorize the server again for `scope` (space-separated), the user
 #: sent where `authorize` sends them; raises `OAuthAuthorizationError` or TimeoutError when
 #: it is not granted (`authorize` with its arguments bound but the scopes).
@@ -488,7 +524,8 @@ def _provider(
     handlers: CodeHandlers | None,
     step_up: StepUp | None = None,
     wanted_scope: str | None = None,
-) -> _Configured:
+    identity_assertion: AssertionCallback | None = None,
+) -> _Configured | _IdentityAssertion:
     """The SDK's provider for `config`'s mode: with `handlers`, one that runs the whole
     authorization code flow; without, a connection's (`_Configured`, `session`)."""
     assert config.oauth is not None
@@ -497,6 +534,11 @@ def _provider(
     url = config.server_parameters.url
     scope = " ".join(options.scopes) or None
     provider: _Configured
+    if isinstance(mode, IdentityAssertion):
+        assertion = _identity_assertion(mode, config.bundle_id or config.name, secrets, identity_assertion)
+        return _IdentityAssertion(
+            url, storage, mode.client_id, secrets[mode.secret_input], mode.issuer, assertion, scope=scope
+        ).configure(storage.server, secrets, options.resource, handlers is None)
     if isinstance(mode, ClientCredentials):
         with warnings.catch_warnings():  # without an issuer the SDK warns; resolve_secrets logged it
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -532,6 +574,43 @@ def _provider(
     return provider
 
 
+class _IdentityAssertion(IdentityAssertionOAuthProvider):
+    """The SDK's cross-app access provider (SEP-990) with what the config adds: the
+    ``resource`` (RFC 8707) instead of the one the SDK derives, and under a connection
+    the same handling of refused grants as `_Configured` (it needs nobody)."""
+
+    def configure(
+        self, server: str, secrets: ClientSecrets, resource: str | None, session: bool
+    ) -> _IdentityAssertion:
+        self._server, self._secrets, self._session = server, secrets, session
+        if resource is not None:
+            self._resource = resource  # what the SDK sends as `resource` in the token request
+        return self
+
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super()._auth_flow(request)
+        return _within_session(flow, request, self._server, self._secrets, False, None) if self._session else flow
+
+
+def _identity_assertion(
+    mode: IdentityAssertion, server: str, secrets: ClientSecrets, host: AssertionCallback | None
+) -> Callable[[str, str], Awaitable[str]]:
+    """The SDK's ``assertion_provider``: the value of ``assertionInput``, else the host's
+    callback, asked off the loop at each exchange (an ID-JAG lives minutes)."""
+
+    async def assertion(audience: str, resource: str) -> str:
+        if mode.assertion_input is not None:
+            return secrets[mode.assertion_input]
+        assert host is not None, "the manager refuses this mode without an assertion"
+        request = IdentityAssertionRequest(server, audience, resource)
+        given = await anyio.to_thread.run_sync(host, request, abandon_on_cancel=True)
+        if not isinstance(given, str) or not given:
+            raise OAuthFlowError("the host's identity_assertion callback returned no assertion")
+        return given
+
+    return assertion
+
+
 def _signed_assertions(mode: ClientCredentials, private_key: str) -> Callable[[str], Awaitable[str]]:
     """RFC 7523 client assertions signed with `private_key` (PEM), for the authorization
     server's issuer or the configured ``tokenEndpointAudience``."""
@@ -565,6 +644,8 @@ async def authorize(
     timeout: float,
     request_timeout: float,
     scopes: str | None = None,
+    *,
+    identity_assertion: AssertionCallback | None = None,
 ) -> None:
     """Run the SDK's authorization flow for `config`'s server, storing its tokens (module
     doc), within `timeout` seconds (the listener is closed when this returns or raises);
@@ -578,7 +659,9 @@ async def authorize(
         )
     try:
         with anyio.fail_after(timeout):
-            status = await _authorize(config, server, store, secrets, open_url, redirect_uri, request_timeout, scopes)
+            status = await _authorize(
+                config, server, store, secrets, open_url, redirect_uri, request_timeout, scopes, identity_assertion
+            )
     except TimeoutError:
         raise TimeoutError(f"MCP server {server!r} was not authorized within {timeout:g}s") from None
     if status in (401, 403):
@@ -598,12 +681,13 @@ async def _authorize(
     redirect_uri: str | None,
     request_timeout: float,
     scopes: str | None,
+    identity_assertion: AssertionCallback | None,
 ) -> int:
     """The MCP endpoint's status once the flow has run (a client credentials grant
     redirects nobody: no listener)."""
     assert config.oauth is not None
-    if isinstance(oauth_mode(config.oauth.mode, server), ClientCredentials):
-        redirect_uri = _UNUSED_REDIRECT
+    if isinstance(oauth_mode(config.oauth.mode, server), (ClientCredentials, IdentityAssertion)):
+        redirect_uri = _UNUSED_REDIRECT  # nobody is redirected
     async with _code_receiver(redirect_uri) as (redirect, wait_for_redirect):
         storage = StoredCredentials(store, server_key(config), redirect_uri=redirect, fresh=scopes is not None)
         handed_back: list[str] = []
@@ -617,10 +701,13 @@ async def _authorize(
         async def callback_handler() -> AuthorizationCodeResult:
             return _code_result(handed_back[0] if handed_back else await wait_for_redirect(), server)
 
-        provider = _provider(config, storage, secrets, redirect, (redirect_handler, callback_handler), wanted_scope=scopes)
+        handlers = (redirect_handler, callback_handler)
+        provider = _provider(
+            config, storage, secrets, redirect, handlers, wanted_scope=scopes, identity_assertion=identity_assertion
+        )
         try:
             status = await _touch(config, provider, request_timeout)
-            if provider.context.oauth_metadata is not None:
+            if isinstance(provider, _Configured) and provider.context.oauth_metadata is not None:
                 await storage.set_server_metadata(provider.context.oauth_metadata)
         except (
             OAuthFlowError,
