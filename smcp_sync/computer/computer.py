@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import attrs
+
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
 from ..connection.credentials import AuthSource
@@ -70,7 +72,7 @@ from .config.inputs import AskInput, InputResolver
 from .config.oauth_store import OAuthTokenStore
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
-from .mcp.client_features import ClientAnswers, ClientFeatures, Roots
+from .mcp.client_features import ClientAnswers, ClientFeatures, Root, Roots
 from .mcp.manager import ServerManager
 from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
@@ -118,7 +120,8 @@ class Computer:
     `A2C_SMCP_<ID>` environment variables and may change at runtime (`set_input`).
     `client_features`: how the host answers what MCP servers ask of their client
     (elicitation, sampling, roots: `ClientFeatures`, one value so that the callbacks
-    travel together; None: such requests are refused, and not announced).
+    travel together; None: such requests are refused, and not announced); the roots
+    may also come from the config document's ``roots``.
     """
 
     def __init__(
@@ -161,7 +164,7 @@ class Computer:
             InputResolver(definitions, input_values, input_resolver, memory=input_memory),
             policy,
             oauth_store,
-            ClientAnswers(client_features),
+            ClientAnswers(_with_configured_roots(client_features, loaded.roots if loaded else None)),
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -584,6 +587,15 @@ def _open_in_browser(url: str) -> None:
 
     if not webbrowser.open(url):
         log.warning("no web browser to open the authorization URL; pass authorize() an open_url")
+
+
+def _with_configured_roots(
+    features: ClientFeatures | None, roots: tuple[tuple[str, str | None], ...] | None
+) -> ClientFeatures | None:
+    """`features`, with the config document's ``roots`` when the host gave none."""
+    if roots is None or (features is not None and features.roots is not None):
+        return features
+    return attrs.evolve(features or ClientFeatures(), roots=[Root(uri, name) for uri, name in roots])
 
 
 def _scope_text(scopes: Sequence[str]) -> str:

@@ -18,12 +18,15 @@ from office_parts import connected_computer, joined_agent, serving
 from smcp_sync import SMCPServer
 from smcp_sync.computer import (
     ClientFeatures,
+    Computer,
+    ConfigError,
     ElicitationAnswer,
     FormElicitation,
     Root,
     SampledMessage,
     SamplingRequest,
     UrlElicitation,
+    allow_all,
 )
 from smcp_sync.protocol.errors import ErrorCode
 
@@ -206,3 +209,13 @@ def test_bad_values_are_refused_when_given() -> None:
         SampledMessage("m")
     with pytest.raises(ValueError, match="timeout must be positive"):
         ClientFeatures(timeout=0)
+
+
+def test_roots_from_the_config_document(no_leaks: None) -> None:
+    document = {"servers": [stdio_config("asker", script=SERVER)], "roots": ["file:///srv/a", {"uri": "file:///srv/b", "name": "b"}]}
+    with Computer("c", config=document, policy=FAST, confirm=allow_all) as computer:
+        answer = computer.call_tool("asker__list_roots", {}, timeout=TIMEOUT)
+    assert json.loads(answer.text) == [{"uri": "file:///srv/a"}, {"uri": "file:///srv/b", "name": "b"}]
+    with pytest.raises(ConfigError) as refused:
+        Computer("c", config={"servers": [], "roots": ["/srv/a"]})
+    assert refused.value.details == {"field": "roots[0]"}
