@@ -17,8 +17,9 @@ MCP servers that fail to start are retried in the background; the rest serve at 
 Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
 is refused (4005) unless --allow-all-tools is given. An MCP server asking the user to
 fill in a form (elicitation) is answered on the terminal when there is one (each field
-asked in turn, Enter keeps its default, Ctrl-D cancels); without one it is told the
-client cannot elicit.
+asked in turn, Enter keeps its default, Ctrl-D cancels), and a server asking for a
+wider OAuth scope during a call has its authorization URL shown there; without one the
+server is told the client cannot elicit, and such a call is refused (4007).
 Runs until Ctrl-C (exit 130) or SIGTERM (exit 0); a dropped connection is re-made.
 """
 
@@ -154,11 +155,11 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
 
 
 def _terminal_features() -> ClientFeatures:
-    """Elicitations answered on the terminal (`terminal_elicitation`)."""
+    """Elicitations answered, and a scope step-up's URL shown, on the terminal (`terminal_answers`)."""
     from ..computer import ClientFeatures
-    from .terminal_elicitation import answer_on_terminal
+    from .terminal_answers import answer_on_terminal, show_authorization_url
 
-    return ClientFeatures(elicit=answer_on_terminal)
+    return ClientFeatures(elicit=answer_on_terminal, open_url=show_authorization_url)
 
 
 class _AuthorizeLines:

@@ -16,7 +16,7 @@ import pytest
 from office_parts import joined_agent, serving
 
 from smcp_sync import SMCPServer
-from smcp_sync.cli.terminal_elicitation import answer_on_terminal
+from smcp_sync.cli.terminal_answers import answer_on_terminal, show_authorization_url
 from smcp_sync.computer import ElicitationAnswer, FormElicitation, UrlElicitation
 
 from .helpers import stdio_config
@@ -120,3 +120,11 @@ def test_a_url_is_shown_and_the_user_says_whether_they_go(capsys: pytest.Capture
     assert answer_on_terminal(request, answers("y")) == ElicitationAnswer.accept()
     assert capsys.readouterr().out == "MCP server 's': Sign in\n  https://example.test/in\n"
     assert answer_on_terminal(request, answers("")) == ElicitationAnswer.decline()
+
+
+def test_a_step_ups_url_is_shown_for_the_user_to_open(capsys: pytest.CaptureFixture[str]) -> None:
+    assert show_authorization_url("http://as.example/authorize?scope=admin") is None  # the listener gets the redirect
+    assert capsys.readouterr().out == (
+        "An MCP server asks for a wider authorization; open this URL in a web browser:\n"
+        "http://as.example/authorize?scope=admin\n"
+    )

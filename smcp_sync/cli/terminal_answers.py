@@ -1,11 +1,11 @@
-"""`smcp-sync computer` answers an MCP server's elicitation on its terminal
-(docs/computer/mcp-client.md): each field of a form asked in turn, its default offered
-(Enter keeps it), then sent or declined; a URL shown and the user asked whether they go
-there. End of input (Ctrl-D) cancels. Without a terminal the command gives no callback,
-so its MCP servers are told it cannot elicit.
+"""What `smcp-sync computer` answers on its terminal (docs/computer/mcp-client.md): an MCP
+server's elicitation (each field of a form asked in turn, its default offered, Enter
+keeps it, then sent or declined; a URL shown and the user asked whether they go there;
+end of input, Ctrl-D, cancels), and the URL to open when a server asks for a wider
+OAuth scope during a call. Without a terminal the command gives neither callback, so
+its MCP servers are told it cannot elicit, and such a call is 4007.
 
-One question at a time: elicitations from several servers (and input prompts) wait
-for the terminal in turn.
+One question at a time: elicitations from several servers wait for the terminal in turn.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ def answer_on_terminal(request: Elicitation, ask: Ask = input) -> ElicitationAns
             return ElicitationAnswer.accept() if going else ElicitationAnswer.decline()
         except EOFError:
             return ElicitationAnswer.cancel()
+
+
+def show_authorization_url(url: str) -> None:
+    """`ClientFeatures.open_url`: the URL of a scope step-up, for the user to open (the
+    redirect comes back to the Computer's loopback listener)."""
+    with _terminal:
+        print(f"An MCP server asks for a wider authorization; open this URL in a web browser:\n{url}", flush=True)
 
 
 def _fill_in(request: FormElicitation, ask: Ask) -> ElicitationAnswer:
