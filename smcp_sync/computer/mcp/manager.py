@@ -31,7 +31,6 @@ from ...protocol.errors import (
     cut_short,
 )
 from ...protocol.models import (
-    StdioServerConfig,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -39,6 +38,7 @@ from ...protocol.models import (
     MCPServerConfig,
     Resource,
     ResourceContents,
+    StdioServerConfig,
 )
 from ...protocol.models._fields import evolve
 from ..config.env_file import check_env_file
@@ -238,9 +238,7 @@ class ServerManager:
             self._bridge.run(cancellable(), timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
         except TimeoutError:
             raise TimeoutError(f"MCP server {name!r} was not authorized within {timeout:g}s") from None
-        with self._admin:
-            connection = self._connection(name)
-            return self.restart(name, timeout) if connection.active else connection.status
+        return self._reconnect(name, timeout)
 
     def set_roots(self, roots: Roots, timeout: float) -> None:
         """Answer ``roots/list`` with `roots` from now on, and tell every running server
@@ -262,6 +260,10 @@ class ServerManager:
         if isinstance(config, StdioServerConfig) or config.oauth is None:
             raise BadRequestError(f"MCP server {name!r} has no oauth block in its configuration", details={"mcp_server": name})
         forget_tokens(config, self.oauth_store())
+        return self._reconnect(name, timeout)
+
+    def _reconnect(self, name: str, timeout: float) -> ServerStatus:
+        """Restart the server if it is started (its new credentials apply); its status."""
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
