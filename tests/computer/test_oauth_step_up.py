@@ -8,12 +8,14 @@ its hint names the scope and how to authorize it (`Computer.authorize(scopes=...
 
 from __future__ import annotations
 
+import json
 import urllib.parse
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from smcp_sync.computer import ClientFeatures, Computer, MemoryTokenStore, ServerState, allow_all
+from smcp_sync.computer import ClientFeatures, Computer, FileTokenStore, MemoryTokenStore, ServerState, allow_all
 from smcp_sync.protocol.errors import ErrorCode
 
 from .authorization_server import AuthorizationServer
@@ -105,3 +107,26 @@ def test_forget_authorization_drops_the_stored_token(issuer: AuthorizationServer
         assert_authorization_needed(computer.call_tool("locked__echo", {"text": "hi"}, timeout=20))
     with pytest.raises(ValueError, match="each one word"):
         computer.authorize("locked", Browser(), scopes=["tools admin"])
+
+
+def test_smcp_sync_authorize_forget_drops_the_token_a_computer_would_use(
+    issuer: AuthorizationServer,
+    protected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_leaks: None,
+) -> None:
+    from smcp_sync.cli import main
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # the file store
+    store = FileTokenStore(tmp_path / "smcp_sync" / "oauth")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([http_config("locked", "streamable", protected, oauth=OAUTH)]))
+    with Computer("c", config=str(config), policy=FAST, confirm=allow_all, oauth_store=store) as computer:
+        assert computer.authorize("locked", Browser(), timeout=30).running
+    assert main(["authorize", "locked", "--config", str(config), "--forget"]) == 0
+    assert capsys.readouterr().out == "MCP server 'locked': its stored token is dropped\n"
+    with Computer("c", config=str(config), policy=FAST, confirm=allow_all, oauth_store=store) as computer:
+        assert computer.server_statuses()[0].state is ServerState.NEEDS_AUTHORIZATION
