@@ -16,7 +16,7 @@ every authorization and token request. Loopback redirects match on any port (RFC
 A client credentials token carries the scope asked for, if `grantable` allows all of it
 (else ``invalid_scope``); an authorization code token what `grantable` allows of it; with `users_refuse` set, the user denies every authorization;
 `advertised_issuer` and `registration_refused` make it misconfigured or closed. Cross-app
-access (SEP-990): the jwt-bearer grant takes an identity assertion (ID-JAG) signed by the
+access: the jwt-bearer grant takes an identity assertion (ID-JAG) signed by the
 identity provider whose key is `idp_public_key`, for this server and the resource asked.
 """
 
@@ -42,7 +42,7 @@ import jwt
 
 from smcp_sync.computer.config.oauth_mode import JWT_ALGORITHMS  # accepted: each one an oauth.mode may name
 
-#: RFC 7523's grant, which cross-app access (SEP-990) uses with an identity assertion.
+#: RFC 7523's grant, which cross-app access uses with an identity assertion.
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
@@ -83,7 +83,7 @@ class AuthorizationServer:
         self.issued: list[str] = []
         self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0, JWT_BEARER: 0}
         #: The public key (PEM) of the identity provider whose identity assertions (ID-JAGs,
-        #: SEP-990) the jwt-bearer grant accepts; their claims, in order.
+        #: cross-app access) the jwt-bearer grant accepts; their claims, in order.
         self.idp_public_key = ""
         self.identity_assertions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -288,7 +288,7 @@ class AuthorizationServer:
 
     def _identity_assertion(self, form: dict[str, str]) -> dict[str, Any] | None:
         """The claims of the form's ID-JAG when the identity provider signed it for this
-        server and for the resource the request names (SEP-990), else None."""
+        server and for the resource the request names, else None."""
         try:
             claims = jwt.decode(form.get("assertion", ""), self.idp_public_key, algorithms=["RS256"], audience=self.url)
         except jwt.InvalidTokenError:

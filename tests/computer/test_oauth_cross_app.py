@@ -1,4 +1,4 @@
-"""Cross-app access (SEP-990, docs/computer/mcp-client.md): the ``identityAssertion`` OAuth
+"""Cross-app access (docs/computer/mcp-client.md): the ``identityAssertion`` OAuth
 mode exchanges an identity assertion (ID-JAG) from the enterprise's identity provider for
 a token (RFC 7523 jwt-bearer), through the `mcp` SDK's IdentityAssertionOAuthProvider,
 with test_oauth.py's real parts. The tests' authorization server trusts an identity

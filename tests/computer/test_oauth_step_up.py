@@ -53,7 +53,7 @@ def test_a_call_needing_a_wider_scope_sends_the_user_to_authorize_it_and_is_answ
         assert scope_asked(browser.opened[0]) == "tools"
         assert computer.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
         assert computer.call_tool("locked__add", {"a": 2, "b": 3}, timeout=30).text == "5"
-        assert len(browser.opened) == 2 and scope_asked(browser.opened[1]) == "tools admin"  # SEP-2350's union
+        assert len(browser.opened) == 2 and scope_asked(browser.opened[1]) == "tools admin"  # held and named together
         assert computer.call_tool("locked__add", {"a": 1, "b": 1}, timeout=20).text == "2"
         assert computer.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
         assert len(browser.opened) == 2  # the wider token serves both tools

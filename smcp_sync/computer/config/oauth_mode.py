@@ -1,6 +1,6 @@
 """The ``oauth`` block's ``mode``, read into what `mcp.oauth` runs (README, "OAuth for remote
 MCP servers"): the five modes a2c-smcp 0.4.2's config accepts and cross-app access
-(``identityAssertion``, SEP-990, an smcp_sync mode), checked when the server is
+(``identityAssertion``, an smcp_sync mode), checked when the server is
 configured so that a typo or a missing field is a `ConfigError` naming the field, not a
 failure at the first call.
 
@@ -53,7 +53,7 @@ class ClientCredentials:
 
 @attrs.frozen
 class IdentityAssertion:
-    """Cross-app access (SEP-990): an identity assertion the enterprise's identity provider
+    """Cross-app access: an identity assertion the enterprise's identity provider
     issued (an ID-JAG, RFC 7523 jwt-bearer) exchanged at `issuer` for a token, by a
     confidential client (`client_id`, `secret_input`). The assertion is the value of
     `assertion_input`, else what the host's `ClientFeatures.identity_assertion` returns."""

@@ -330,8 +330,8 @@ class _Configured(OAuthClientProvider):
         return _within_session(flow, request, self._stored.server, self._secrets, person_needed, step_up)
 
     async def _stepped_up(self, refusal: httpx2.Response, request: httpx2.Request) -> bool:
-        """Authorize again for the scope held and the one `refusal` names (SEP-2350's
-        union, as the SDK's own step-up asks), the user sent where `authorize` sends them
+        """Authorize again for the scope held and the one `refusal` names (their union,
+        as the SDK's own step-up asks), the user sent where `authorize` sends them
         (`step_up`); then carry the new token. False when it was not granted. One at a
         time: a call refused meanwhile uses the token the first one obtained."""
         assert self._step_up is not None
@@ -575,7 +575,7 @@ def _provider(
 
 
 class _IdentityAssertion(IdentityAssertionOAuthProvider):
-    """The SDK's cross-app access provider (SEP-990) with what the config adds: the
+    """The SDK's cross-app access provider (an identity assertion grant) with what the config adds: the
     ``resource`` (RFC 8707) instead of the one the SDK derives, and under a connection
     the same handling of refused grants as `_Configured` (it needs nobody)."""
 
