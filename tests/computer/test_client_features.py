@@ -143,10 +143,10 @@ def test_set_roots_tells_the_running_servers_which_list_them_again(server: SMCPS
             def notices() -> Any:
                 return json.loads(agent.call_tool("c", "asker__roots_notices", {}, timeout=TIMEOUT).text)
 
-            assert notices() == {"notices": 0, "roots": []}
+            assert notices() == {"notices": 0, "roots": [], "errors": []}
             computer.set_roots([Root("file:///second", "second")])
             seen = wait_until(lambda: (n := notices())["roots"] and n, timeout=10, what="the roots listed again")
-            assert seen == {"notices": 1, "roots": [{"uri": "file:///second", "name": "second"}]}
+            assert seen == {"notices": 1, "roots": [{"uri": "file:///second", "name": "second"}], "errors": []}
 
 
 def test_without_callbacks_nothing_is_announced_and_the_sdk_refuses_as_ever(server: SMCPServer, no_leaks: None) -> None:
@@ -219,3 +219,34 @@ def test_roots_from_the_config_document(no_leaks: None) -> None:
     with pytest.raises(ConfigError) as refused:
         Computer("c", config={"servers": [], "roots": ["/srv/a"]})
     assert refused.value.details == {"field": "roots[0]"}
+
+
+def test_outside_a_call_a_callback_is_bounded_by_its_own_timeout(server: SMCPServer, no_leaks: None) -> None:
+    """The server lists the roots again on a notice, with no call in flight: the callable
+    that never answers is abandoned after ClientFeatures.timeout, the server told so."""
+    release = threading.Event()
+    asked = threading.Event()
+
+    def roots() -> list[str]:
+        asked.set()
+        release.wait(30)
+        return ["file:///late"]
+
+    office = "office-own-timeout"
+    try:
+        with connected_computer(
+            "c", [stdio_config("asker", script=SERVER)], server.url, office, timeout=TIMEOUT, policy=FAST,
+            client_features=ClientFeatures(roots=roots, timeout=1),
+        ) as computer:
+            with joined_agent("a", server.url, office, timeout=TIMEOUT) as agent:
+                computer.set_roots(roots)
+                assert asked.wait(10)
+
+                def errors() -> Any:
+                    return json.loads(agent.call_tool("c", "asker__roots_notices", {}, timeout=TIMEOUT).text)["errors"]
+
+                # well before the callable would answer (30 s): the server heard the refusal
+                failed = wait_until(errors, timeout=15, what="the server told the roots did not come")
+                assert failed == ["the client's roots callback did not answer in time"]
+    finally:
+        release.set()

@@ -17,8 +17,9 @@ Tools; each answers JSON text of what the client answered, or of its refusal
                             tokens) -> {"model", "text", "stopReason"}
     list_roots()         -> roots/list -> [{"uri", "name"}]
     capabilities()       -> the capabilities the client announced at initialize
-    roots_notices()      -> {"notices": n, "roots": [...]}: the notifications/roots/list_changed
-                            received, and the roots the server listed again after the last one
+    roots_notices()      -> {"notices": n, "roots": [...], "errors": [...]}: the
+                            notifications/roots/list_changed received, the roots the server
+                            listed again after the last one, and why listing them failed
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class ClientFeaturesServer(Server[Any]):
         )
         self.notices = 0
         self.relisted: list[dict[str, Any]] = []
+        self.errors: list[str] = []
         self.tools = {
             "ask_form": _schema(message="string"),
             "ask_url": _schema(url="string"),
@@ -110,7 +112,7 @@ class ClientFeaturesServer(Server[Any]):
                     capabilities = session.client_capabilities
                     return _json(capabilities.model_dump(mode="json", by_alias=True, exclude_none=True) if capabilities else None)
                 if params.name == "roots_notices":
-                    return _json({"notices": self.notices, "roots": self.relisted})
+                    return _json({"notices": self.notices, "roots": self.relisted, "errors": self.errors})
         except MCPError as exc:
             return _json({"error": exc.message, "code": exc.code})
         raise MCPError(code=types.METHOD_NOT_FOUND, message=f"unknown tool {params.name!r}")
@@ -121,7 +123,10 @@ class ClientFeaturesServer(Server[Any]):
         with anyio.fail_after(10):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
-                self.relisted = await self._roots(ctx)
+                try:
+                    self.relisted = await self._roots(ctx)
+                except MCPError as exc:
+                    self.errors.append(exc.message)
 
     @staticmethod
     async def _roots(ctx: Ctx) -> list[dict[str, Any]]:
