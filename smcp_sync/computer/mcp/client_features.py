@@ -213,10 +213,6 @@ class ClientAnswers:
         self._lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(ANSWERS_AT_ONCE)
 
-    @property
-    def has_roots(self) -> bool:
-        return self._roots is not None
-
     def set_roots(self, roots: Roots) -> None:
         """Answer ``roots/list`` with `roots` from now on (checked now, if a list)."""
         if self._roots is None:
@@ -235,8 +231,9 @@ class ClientAnswers:
 
         async def elicit(request: Elicitation) -> ElicitationAnswer:
             assert features.elicit is not None
-            answer = await self._answer(server, "elicit", features.elicit, request, deadline)
-            if answer is None:
+            try:
+                answer = await self._answer(server, "elicit", features.elicit, request, deadline)
+            except _NotInTime:
                 return ElicitationAnswer.cancel()  # nobody answered in time: dismissed
             if not isinstance(answer, ElicitationAnswer):
                 raise _refused("elicit", f"returned {type(answer).__name__}, not an ElicitationAnswer")
@@ -244,10 +241,12 @@ class ClientAnswers:
 
         async def sample(request: SamplingRequest) -> SampledMessage:
             assert features.sample is not None
-            answer = await self._answer(server, "sample", features.sample, request, deadline)
+            try:
+                answer = await self._answer(server, "sample", features.sample, request, deadline)
+            except _NotInTime:
+                raise _refused("sample", "did not answer in time") from None
             if not isinstance(answer, SampledMessage):
-                why = "did not answer in time" if answer is None else f"returned {type(answer).__name__}, not a SampledMessage"
-                raise _refused("sample", why)
+                raise _refused("sample", f"returned {type(answer).__name__}, not a SampledMessage")
             return answer
 
         async def list_roots() -> list[Root]:
@@ -255,10 +254,10 @@ class ClientAnswers:
                 roots = self._roots
             if not callable(roots):
                 return _roots_of(roots or ())
-            listed = await self._answer(server, "roots", lambda _: _roots_of(roots()), None, deadline)
-            if listed is None:
-                raise _refused("roots", "did not answer in time")
-            return listed
+            try:
+                return await self._answer(server, "roots", lambda _: _roots_of(roots()), None, deadline)
+            except _NotInTime:
+                raise _refused("roots", "did not answer in time") from None
 
         return ClientHandlers(
             elicit if features.elicit is not None else None,
@@ -273,20 +272,22 @@ class ClientAnswers:
         callback: Callable[[Any], T],
         request: Any,
         deadline: Callable[[], float | None],
-    ) -> T | None:
-        """`callback(request)` on a worker thread, abandoned at the bound (None then)."""
+    ) -> T:
+        """`callback(request)` on a worker thread, abandoned at the bound (`_NotInTime`)."""
         latest = deadline()
         bound = latest - anyio.current_time() if latest is not None else self.features.timeout
         with anyio.move_on_after(max(0.0, bound)):
             try:
                 return await anyio.to_thread.run_sync(callback, request, abandon_on_cancel=True, limiter=self._limiter)
-            except ClientRequestRefused:
-                raise
             except Exception as exc:  # the host's bug: the server hears it failed, the log says how
                 log.warning("the %s callback failed for MCP server %r (%s)", name, server, type(exc).__name__)
                 raise _refused(name, "failed") from None
         log.info("the %s callback for MCP server %r did not answer within %.1fs", name, server, bound)
-        return None
+        raise _NotInTime
+
+
+class _NotInTime(Exception):
+    """A callback was abandoned at its bound."""
 
 
 def _refused(name: str, why: str) -> ClientRequestRefused:
