@@ -209,6 +209,10 @@ def test_bad_values_are_refused_when_given() -> None:
         SampledMessage("m")
     with pytest.raises(ValueError, match="timeout must be positive"):
         ClientFeatures(timeout=0)
+    with pytest.raises(ValueError, match="a root's uri is a file:// URI"):
+        ClientFeatures(roots=["/home/user"])
+    with pytest.raises(TypeError, match="not one string"):
+        ClientFeatures(roots="file:///home/user")
 
 
 def test_roots_from_the_config_document(no_leaks: None) -> None:

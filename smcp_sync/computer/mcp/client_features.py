@@ -175,7 +175,7 @@ class ClientFeatures:
 
     elicit: ElicitCallback | None = None
     sample: SampleCallback | None = None
-    roots: Roots | None = None
+    roots: Roots | None = attrs.field(default=None, validator=lambda _, __, roots: _check_roots(roots))
     #: The user's browser when an MCP server asks for a wider OAuth scope during a call
     #: (a scope step-up), as `Computer.authorize`'s `open_url`; with `redirect_uri`, the
     #: redirect the host receives itself (None: a loopback listener). None: such a call
@@ -219,8 +219,7 @@ class ClientAnswers:
             raise ValueError(
                 "this Computer announced no roots to its MCP servers: give it ClientFeatures(roots=...) to change them"
             )
-        if not callable(roots):
-            _roots_of(roots)
+        _check_roots(roots)
         with self._lock:
             self._roots = roots
 
@@ -292,6 +291,12 @@ class _NotInTime(Exception):
 
 def _refused(name: str, why: str) -> ClientRequestRefused:
     return ClientRequestRefused(f"the client's {name} callback {why}")
+
+
+def _check_roots(roots: Roots | None) -> None:
+    """A list of roots is checked when given (a callable's answer, when it is called)."""
+    if roots is not None and not callable(roots):
+        _roots_of(roots)
 
 
 def _roots_of(roots: Iterable[Root | str]) -> list[Root]:
