@@ -9,6 +9,9 @@ its hint names the scope and how to authorize it (`Computer.authorize(scopes=...
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any, Iterator
@@ -110,23 +113,25 @@ def test_forget_authorization_drops_the_stored_token(issuer: AuthorizationServer
 
 
 def test_smcp_sync_authorize_forget_drops_the_token_a_computer_would_use(
-    issuer: AuthorizationServer,
-    protected: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    no_leaks: None,
+    issuer: AuthorizationServer, protected: str, tmp_path: Path, no_leaks: None
 ) -> None:
-    from smcp_sync.cli import main
-
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # the file store
+    """As a process: the keyring a test process has loaded is not the one the environment names."""
     store = FileTokenStore(tmp_path / "smcp_sync" / "oauth")
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps([http_config("locked", "streamable", protected, oauth=OAUTH)]))
     with Computer("c", config=str(config), policy=FAST, confirm=allow_all, oauth_store=store) as computer:
         assert computer.authorize("locked", Browser(), timeout=30).running
-    assert main(["authorize", "locked", "--config", str(config), "--forget"]) == 0
-    assert capsys.readouterr().out == "MCP server 'locked': its stored token is dropped\n"
+    environment = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",  # no keyring: the file store
+    }
+    command = [sys.executable, "-c", "import sys; from smcp_sync.cli import main; sys.exit(main())"]
+    forgotten = subprocess.run(
+        [*command, "authorize", "locked", "--config", str(config), "--forget"],
+        capture_output=True, text=True, env=environment, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert forgotten.stdout == "MCP server 'locked': its stored token is dropped\n"
     with Computer("c", config=str(config), policy=FAST, confirm=allow_all, oauth_store=store) as computer:
         assert computer.server_statuses()[0].state is ServerState.NEEDS_AUTHORIZATION
