@@ -2,7 +2,7 @@
 terminal (README, "OAuth for remote MCP servers").
 
     smcp-sync authorize SERVER --config FILE [--inputs FILE] [--input ID=VALUE ...]
-                        [--timeout SECONDS] [--no-browser]
+                        [--timeout SECONDS] [--no-browser] [--scope SCOPE ...] [--forget]
 
 SERVER is the bundle_id of a server with an `oauth` block in --config (the file, inputs
 and --input as `smcp-sync computer` reads them). The authorization URL is printed (and
@@ -11,7 +11,9 @@ opened in the web browser unless --no-browser); the redirect comes back to a lis
 The tokens are stored where every Computer of this user finds them (the OS keyring with
 the [keyring] extra, else $XDG_CONFIG_HOME/smcp_sync/oauth), so `smcp-sync computer`
 then starts the server authorized. A client credentials mode needs nobody: a token is
-fetched and stored, no URL is shown.
+fetched and stored, no URL is shown. --scope asks for more (a server that answered a
+call 4007 names the scope in its hint), even when a token is stored; --forget drops
+the stored token.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--input", action="append", default=[], metavar="ID=VALUE", help="value of an input (repeatable)"
     )
     parser.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
+    parser.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="an OAuth scope to ask for besides the configured ones (repeatable); the user is asked again",
+    )
+    parser.add_argument(
+        "--forget", action="store_true", help="drop the token stored for SERVER instead (it then needs authorizing)"
+    )
     add_timeout(parser, DEFAULT_TIMEOUT, "seconds to wait for the user")
     # what `configured_computer` reads beyond the config: nothing runs tools here
     parser.set_defaults(
@@ -60,9 +72,14 @@ def run(args: argparse.Namespace) -> int:
     except (BadRequestError, ValueError) as exc:
         return fail("authorize", exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_USAGE)
     try:
+        if args.forget:
+            computer.forget_authorization(args.server, timeout=args.timeout)
+            print(f"MCP server {args.server!r}: its stored token is dropped", flush=True)
+            return EXIT_OK
         computer.start(args.timeout)  # the server alone: refused until authorized
-        computer.authorize(args.server, _show(args.server, args.no_browser), timeout=args.timeout)
-    except (SMCPError, TimeoutError) as exc:
+        scopes = args.scope or None
+        computer.authorize(args.server, _show(args.server, args.no_browser), timeout=args.timeout, scopes=scopes)
+    except (SMCPError, TimeoutError, ValueError) as exc:
         return fail("authorize", exc.message if isinstance(exc, SMCPError) else str(exc), EXIT_FAILURE)
     finally:
         computer.close()

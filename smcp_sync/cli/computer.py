@@ -15,7 +15,11 @@ in $XDG_STATE_HOME/a2c/input-values.json; --forget-inputs neither reads nor keep
 otherwise its default is used, or the command fails.
 MCP servers that fail to start are retried in the background; the rest serve at once.
 Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
-is refused (4005) unless --allow-all-tools is given.
+is refused (4005) unless --allow-all-tools is given. An MCP server asking the user to
+fill in a form (elicitation) is answered on the terminal when there is one (each field
+asked in turn, Enter keeps its default, Ctrl-D cancels), and a server asking for a
+wider OAuth scope during a call has its authorization URL shown there; without one the
+server is told the client cannot elicit, and such a call is refused (4007).
 Runs until Ctrl-C (exit 130) or SIGTERM (exit 0); a dropped connection is re-made.
 """
 
@@ -25,6 +29,7 @@ import argparse
 import getpass
 import json
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import BadRequestError, SMCPError
@@ -36,7 +41,7 @@ from .signals import Terminated, sigterm_raises, wait_for_signals
 from .waiting import terminal, waiting
 
 if TYPE_CHECKING:
-    from ..computer import Computer
+    from ..computer import ClientFeatures, Computer, ServerStatus
 
 # The Computer's modules are imported where they are used: they load the MCP SDK (~1 s),
 # which `smcp-sync agent` / `server` / `--help` do not need.
@@ -102,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 computer.start(args.timeout, require_all=not args.allow_failed_servers)
                 computer.connect(args.url, args.office, auth=auth, headers=headers, timeout=args.timeout)
             print(_summary(computer, args), flush=True)
+            _AuthorizeLines(args.config).watch(computer)
             wait_for_signals()
     except Terminated:
         return EXIT_OK
@@ -135,6 +141,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
         user_skills=args.user_skills,
         skill_home=args.skill_home,
         confirm=allow_all if args.allow_all_tools else None,
+        client_features=_terminal_features() if sys.stdin.isatty() else None,
     )
     for index, server in enumerate(servers):
         try:
@@ -146,6 +153,41 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
             named = "" if exc.message.startswith("MCP server ") else f"MCP server {where}: "
             raise ConfigError(f"{args.config}: {named}{exc.message}{hint}", details=exc.details) from None
     return computer
+
+
+def _terminal_features() -> ClientFeatures:
+    """Elicitations answered, and a scope step-up's URL shown, on the terminal (`terminal_answers`)."""
+    from ..computer import ClientFeatures
+    from .terminal_answers import answer_on_terminal, show_authorization_url
+
+    return ClientFeatures(elicit=answer_on_terminal, open_url=show_authorization_url)
+
+
+class _AuthorizeLines:
+    """Once the Computer serves: one line on stderr, once per MCP server, saying how to
+    authorize each server that waits for an OAuth authorization, now or later."""
+
+    def __init__(self, config: str) -> None:
+        self._config = config
+        self._told: set[str] = set()
+        self._lock = threading.Lock()
+
+    def watch(self, computer: Computer) -> None:
+        computer.add_listener(lambda event: self._tell(event.status) if event.status is not None else None)
+        for status in computer.server_statuses():
+            self._tell(status)
+
+    def _tell(self, status: ServerStatus) -> None:
+        from ..computer import ServerState
+
+        if status.state is not ServerState.NEEDS_AUTHORIZATION:
+            return
+        with self._lock:
+            if status.bundle_id in self._told:
+                return
+            self._told.add(status.bundle_id)
+        command = f"smcp-sync authorize {status.bundle_id} --config {self._config}"
+        print(f"smcp-sync computer: MCP server {status.bundle_id!r} needs an OAuth authorization: {command}", file=sys.stderr, flush=True)
 
 
 def _authorize_hint(exc: Exception, config: str) -> str:

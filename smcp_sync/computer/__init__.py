@@ -7,10 +7,19 @@ from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory
 from .config.inputs import InputError
-from .config.oauth_store import FileTokenStore, KeyringTokenStore, OAuthTokenStore
+from .config.oauth_store import FileTokenStore, KeyringTokenStore, MemoryTokenStore, OAuthTokenStore
+from .mcp.client_features import (
+    ClientFeatures,
+    ElicitationAnswer,
+    FormElicitation,
+    Root,
+    SampledMessage,
+    SamplingRequest,
+    UrlElicitation,
+)
 from .mcp.failures import MCPServerError
 from .mcp.manager import ServerManager
-from .mcp.oauth import OAuthAuthorizationError
+from .mcp.oauth import IdentityAssertionRequest, OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
 from .mcp.status import (
     ComputerNotRunningError,
@@ -25,20 +34,28 @@ from .tools.calls import PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
+    "ClientFeatures",
     "Computer",
     "ComputerConfig",
     "ComputerNotRunningError",
     "ConfigError",
+    "ElicitationAnswer",
     "FileTokenStore",
     "FinderPage",
+    "FormElicitation",
+    "IdentityAssertionRequest",
     "InputError",
     "InputMemory",
     "KeyringTokenStore",
     "MCPServerError",
+    "MemoryTokenStore",
     "OAuthAuthorizationError",
     "OAuthTokenStore",
     "PendingToolCall",
     "REDACTED",
+    "Root",
+    "SampledMessage",
+    "SamplingRequest",
     "ServerCapabilities",
     "ServerEvent",
     "ServerManager",
@@ -48,6 +65,7 @@ __all__ = [
     "ServersNotStartedError",
     "ServerTool",
     "ToolCallRecord",
+    "UrlElicitation",
     "allow_all",
     "load_config",
     "load_inputs",

@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import attrs
+
 from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
 from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
 from ..connection.credentials import AuthSource
@@ -78,6 +80,7 @@ from .config.inputs import AskInput, InputResolver
 from .config.oauth_store import OAuthTokenStore
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
+from .mcp.client_features import ClientAnswers, ClientFeatures, Root, Roots
 from .mcp.manager import ServerManager
 from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
@@ -98,7 +101,7 @@ ServerListener = Callable[[ServerEvent], None]
 #: Called with the `server:update_*` event name each time the Computer announces a change.
 UpdateListener = Callable[[str], None]
 
-_TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed"})
+_TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed", "needs_authorization"})
 
 
 class Computer:
@@ -123,6 +126,10 @@ class Computer:
     came for `upload_idle_timeout` seconds. `input_memory`: where the resolver's answers
     are kept for the next run (`InputMemory`; None: nowhere); inputs are also read from
     `A2C_SMCP_<ID>` environment variables and may change at runtime (`set_input`).
+    `client_features`: how the host answers what MCP servers ask of their client
+    (elicitation, sampling, roots: `ClientFeatures`, one value so that the callbacks
+    travel together; None: such requests are refused, and not announced); the roots
+    may also come from the config document's ``roots``.
     """
 
     def __init__(
@@ -149,6 +156,7 @@ class Computer:
         upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
         upload_idle_timeout: float = DEFAULT_UPLOAD_IDLE_TIMEOUT,
         oauth_store: OAuthTokenStore | None = None,
+        client_features: ClientFeatures | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -164,6 +172,7 @@ class Computer:
             InputResolver(definitions, input_values, input_resolver, memory=input_memory),
             policy,
             oauth_store,
+            ClientAnswers(_with_configured_roots(client_features, loaded.roots if loaded else None)),
         )
         configs = [*(loaded.servers if loaded else ()), *servers]
         check_unique_bundle_ids(configs)
@@ -471,6 +480,7 @@ class Computer:
         *,
         timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
         redirect_uri: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> ServerStatus:
         """Authorize this Computer at an MCP server with an ``oauth`` block (README, "OAuth
         for remote MCP servers"): blocks until the user has granted it (the tokens are then
@@ -479,9 +489,20 @@ class Computer:
         `open_url(url)` shows the authorization URL to the user (default: the web browser).
         The redirect comes back to a listener on 127.0.0.1 (an ephemeral port); or give the
         `redirect_uri` the host receives itself, and return the URL the user was sent to
-        from `open_url`. Raises `OAuthAuthorizationError` (4007) when it is refused, the
-        flow fails or `cancel_authorization` stops it, TimeoutError after `timeout`."""
-        status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri)
+        from `open_url`. `scopes`: OAuth scopes to ask for besides those of the server's
+        config and challenge (a server answering 4007 names the scope it wants in the
+        hint); the user is then asked again even if a token is stored. Raises
+        `OAuthAuthorizationError` (4007) when it is refused, the flow fails (its message
+        says why) or `cancel_authorization` stops it, TimeoutError after `timeout`."""
+        wanted = _scope_text(scopes) if scopes is not None else None
+        status = self._manager.authorize(bundle_id, open_url or _open_in_browser, timeout, redirect_uri, wanted)
+        self._refresh_tools()
+        return status
+
+    def forget_authorization(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
+        """Drop the OAuth token stored for MCP server `bundle_id` (its client registration
+        is kept) and reconnect it if it is started: it then needs `authorize` again."""
+        status = self._manager.forget_authorization(bundle_id, timeout)
         self._refresh_tools()
         return status
 
@@ -490,6 +511,14 @@ class Computer:
         another thread): it raises `OAuthAuthorizationError` (4007) and its listener
         closes. False when no authorization of that server is running."""
         return self._manager.cancel_authorization(bundle_id)
+
+    def set_roots(self, roots: Roots, timeout: float = DEFAULT_START_TIMEOUT) -> None:
+        """Answer the MCP servers' ``roots/list`` with `roots` (`Root`s or ``file://``
+        URIs, or a callable returning them) from now on, and tell each running server
+        they changed (waits up to `timeout` for each). Also the way to say a callable's
+        answer changed: pass it again. Only for a Computer given `ClientFeatures(roots=...)`
+        (else ValueError: its servers were not told it has roots)."""
+        self._manager.set_roots(roots, timeout)
 
     def set_input(self, input_id: str, value: Any, timeout: float = DEFAULT_START_TIMEOUT) -> list[str]:
         """Give input `input_id` a new value now: each MCP server whose config uses it is
@@ -592,6 +621,22 @@ def _open_in_browser(url: str) -> None:
 
     if not webbrowser.open(url):
         log.warning("no web browser to open the authorization URL; pass authorize() an open_url")
+
+
+def _with_configured_roots(
+    features: ClientFeatures | None, roots: tuple[tuple[str, str | None], ...] | None
+) -> ClientFeatures | None:
+    """`features`, with the config document's ``roots`` when the host gave none."""
+    if roots is None or (features is not None and features.roots is not None):
+        return features
+    return attrs.evolve(features or ClientFeatures(), roots=[Root(uri, name) for uri, name in roots])
+
+
+def _scope_text(scopes: Sequence[str]) -> str:
+    """`scopes` as OAuth writes them (space-separated); each one a non-empty word."""
+    if isinstance(scopes, str) or not all(isinstance(s, str) and s and s.split() == [s] for s in scopes):
+        raise ValueError(f"scopes must be a list of OAuth scopes, each one word, got {scopes!r}")
+    return " ".join(scopes)
 
 
 def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:

@@ -14,7 +14,10 @@ credentials grant; clients named by the https URL of their client metadata docum
 (CIMD, fetched with `tls`); and, with `resource` set, the RFC 8707 resource checked in
 every authorization and token request. Loopback redirects match on any port (RFC 8252).
 A client credentials token carries the scope asked for, if `grantable` allows all of it
-(else ``invalid_scope``); with `users_refuse` set, the user denies every authorization.
+(else ``invalid_scope``); an authorization code token what `grantable` allows of it; with `users_refuse` set, the user denies every authorization;
+`advertised_issuer` and `registration_refused` make it misconfigured or closed. Cross-app
+access: the jwt-bearer grant takes an identity assertion (ID-JAG) signed by the
+identity provider whose key is `idp_public_key`, for this server and the resource asked.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ import jwt
 
 from smcp_sync.computer.config.oauth_mode import JWT_ALGORITHMS  # accepted: each one an oauth.mode may name
 
+#: RFC 7523's grant, which cross-app access uses with an identity assertion.
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
 
 class AuthorizationServer:
     def __init__(self, ttl: float = 60.0, scope: str = "tools", tls: ssl.SSLContext | None = None) -> None:
@@ -61,15 +67,25 @@ class AuthorizationServer:
         self.grantable: set[str] = set()
         #: The scope each client credentials request asked for (None: none), in order.
         self.scopes_asked: list[str | None] = []
+        #: The scope each authorization the user granted asked for (None: none), in order.
+        self.authorizations_asked: list[str | None] = []
         #: When set, the user denies every authorization (a redirect with access_denied).
         self.users_refuse = False
+        #: When set, the issuer its metadata names (not its own URL: a misconfigured server).
+        self.advertised_issuer: str | None = None
+        #: When set, dynamic registration is refused (400 invalid_client_metadata).
+        self.registration_refused = False
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}
         self.refresh: dict[str, dict[str, Any]] = {}
         #: Every client id, code and token handed out.
         self.issued: list[str] = []
-        self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0}
+        self.grants = {"authorization_code": 0, "refresh_token": 0, "client_credentials": 0, JWT_BEARER: 0}
+        #: The public key (PEM) of the identity provider whose identity assertions (ID-JAGs,
+        #: cross-app access) the jwt-bearer grant accepts; their claims, in order.
+        self.idp_public_key = ""
+        self.identity_assertions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
@@ -99,14 +115,14 @@ class AuthorizationServer:
 
     def metadata(self) -> dict[str, Any]:
         return {
-            "issuer": self.url,
+            "issuer": self.advertised_issuer or self.url,
             "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token",
             "registration_endpoint": f"{self.url}/register",
             "revocation_endpoint": f"{self.url}/revoke",
             "introspection_endpoint": f"{self.url}/introspect",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", JWT_BEARER],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": self.auth_methods,
             "client_id_metadata_document_supported": self.client_metadata_documents,
@@ -127,6 +143,8 @@ class AuthorizationServer:
         return client_id, secret
 
     def register(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.registration_refused:
+            return 400, {"error": "invalid_client_metadata", "error_description": "registration is closed"}
         client_id = self._new("client")
         client = {
             **request,
@@ -173,6 +191,9 @@ class AuthorizationServer:
                 if granted["redirect_uri"] != form.get("redirect_uri") or not _pkce_ok(form, granted):
                     return 400, {"error": "invalid_grant"}
                 client_id = granted["client_id"]
+                self.authorizations_asked.append(granted.get("scope"))
+                asked = set(granted.get("scope", self.scope).split())
+                scope = " ".join(sorted(asked & (self.grantable | {self.scope}))) or self.scope
             elif grant == "refresh_token":
                 old = self.refresh.pop(form.get("refresh_token", ""), None)
                 if old is None or old["client_id"] != authenticated:
@@ -184,6 +205,12 @@ class AuthorizationServer:
                 scope = form.get("scope", self.scope)
                 if not set(scope.split()) <= self.grantable | {self.scope}:
                     return 400, {"error": "invalid_scope"}
+            elif grant == JWT_BEARER and self.clients.get(authenticated, {}).get("client_secret"):
+                claims = self._identity_assertion(form)
+                if claims is None:
+                    return 400, {"error": "invalid_grant"}
+                self.identity_assertions.append(claims)
+                client_id, scope = authenticated, form.get("scope", self.scope)
             else:
                 return 400, {"error": "unsupported_grant_type"}
             self.grants[grant] += 1
@@ -258,6 +285,15 @@ class AuthorizationServer:
         if used != "none" and not secrets.compare_digest(proof, client["client_secret"]):
             return None
         return client_id
+
+    def _identity_assertion(self, form: dict[str, str]) -> dict[str, Any] | None:
+        """The claims of the form's ID-JAG when the identity provider signed it for this
+        server and for the resource the request names, else None."""
+        try:
+            claims = jwt.decode(form.get("assertion", ""), self.idp_public_key, algorithms=["RS256"], audience=self.url)
+        except jwt.InvalidTokenError:
+            return None
+        return claims if claims.get("resource") == form.get("resource") else None
 
     def _resource_ok(self, request: dict[str, str]) -> bool:
         self.resources_asked.append(request.get("resource"))

@@ -50,3 +50,19 @@ def http_servers(call_logs: CallLogs) -> Iterator[dict[str, str]]:
     finally:
         for proc in procs:
             stop(proc)
+
+
+@pytest.fixture(scope="module")
+def protected(issuer: Any) -> Iterator[str]:
+    """The URL of a protected streamable MCP server whose calls of `add` also need scope
+    ``admin`` (tests/mcp_servers/oauth_server.py ``--step-up``), authorized by the
+    requesting module's `issuer` fixture (its AuthorizationServer)."""
+    from .test_oauth import OAUTH_SERVER
+
+    proc, url = start_http_server(
+        OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"
+    )
+    try:
+        yield url
+    finally:
+        stop(proc)

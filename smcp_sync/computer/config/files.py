@@ -4,11 +4,13 @@ Accepted documents (a file path, or the parsed JSON itself):
 
 * one MCP server config object, or a list of them (what the official CLI's
   `--config` file holds; its `--inputs` file holds one input or a list);
-* ``{"servers": [...] | {name: config}, "inputs": [...]}`` — both in one document
+* ``{"servers": [...] | {name: config}, "inputs": [...], "roots": [...]}`` — all in one document
   (``mcp_servers`` is read as ``servers``: the official Computer's constructor argument,
   used by the protocol's runtime-contract fixtures). Other keys of such a document are
   reported: the plugin keys of the runtime contract refuse it (smcp_sync has no plugin
-  system), any other key is logged as ignored.
+  system), any other key is logged as ignored. ``roots`` (an smcp_sync key) lists the
+  roots the MCP servers are given (docs/computer/mcp-client.md): ``file://`` URIs, or
+  ``{"uri": ..., "name": ...}`` objects.
 
 Server configs stay raw dicts here: their `${input:...}` placeholders are rendered
 later, by the Computer, once inputs can be resolved.
@@ -39,11 +41,13 @@ class ConfigError(BadRequestError):
 class ComputerConfig:
     servers: tuple[dict[str, Any], ...] = ()
     inputs: tuple[MCPServerInput, ...] = ()
+    #: The document's ``roots`` as (uri, name) pairs; None: it names none.
+    roots: tuple[tuple[str, str | None], ...] | None = None
 
 
 #: Plugin keys of the runtime contract's Computer documents: refused when they declare anything.
 _PLUGIN_KEYS = ("marketplaces", "installedPlugins", "enabledPlugins")
-_DOCUMENT_KEYS = frozenset({"servers", "mcp_servers", "inputs", *_PLUGIN_KEYS})
+_DOCUMENT_KEYS = frozenset({"servers", "mcp_servers", "inputs", "roots", *_PLUGIN_KEYS})
 
 
 def load_config(source: Any) -> ComputerConfig:
@@ -53,10 +57,11 @@ def load_config(source: Any) -> ComputerConfig:
         _check_document_keys(document)
         servers = _server_list(document.get("servers", document.get("mcp_servers")) or [])
         inputs = load_inputs(document.get("inputs") or [])
+        roots = _roots(document["roots"]) if "roots" in document else None
     else:
-        servers, inputs = _server_list(document), ()
+        servers, inputs, roots = _server_list(document), (), None
     check_unique_bundle_ids(servers)
-    return ComputerConfig(servers=tuple(servers), inputs=inputs)
+    return ComputerConfig(servers=tuple(servers), inputs=inputs, roots=roots)
 
 
 def server_bundle_id(raw: Mapping[str, Any]) -> str:
@@ -119,6 +124,21 @@ def _check_document_keys(document: Mapping[str, Any]) -> None:
         raise ConfigError("give the MCP servers under 'servers' or 'mcp_servers', not both", details={"field": "servers"})
     for key in sorted(set(document) - _DOCUMENT_KEYS | {k for k in _PLUGIN_KEYS if k in document}):
         log.warning("configuration field %r is not known to smcp_sync; ignored", key)
+
+
+def _roots(value: Any) -> tuple[tuple[str, str | None], ...]:
+    if not isinstance(value, list):
+        raise ConfigError("field 'roots' must be a list of file:// URIs or {uri, name} objects", details={"field": "roots"})
+    roots = []
+    for index, item in enumerate(value):
+        uri, name = (item.get("uri"), item.get("name")) if isinstance(item, Mapping) else (item, None)
+        if not isinstance(uri, str) or not uri.startswith("file://") or not isinstance(name, (str, type(None))):
+            raise ConfigError(
+                f"field 'roots[{index}]' must be a file:// URI or an object with a file:// 'uri' and a 'name' string",
+                details={"field": f"roots[{index}]"},
+            )
+        roots.append((uri, name))
+    return tuple(roots)
 
 
 def _server_list(value: Any) -> list[dict[str, Any]]:

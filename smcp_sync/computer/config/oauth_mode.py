@@ -1,5 +1,6 @@
 """The ``oauth`` block's ``mode``, read into what `mcp.oauth` runs (README, "OAuth for remote
-MCP servers"): the five modes a2c-smcp 0.4.2's config accepts, checked when the server is
+MCP servers"): the five modes a2c-smcp 0.4.2's config accepts and cross-app access
+(``identityAssertion``, an smcp_sync mode), checked when the server is
 configured so that a typo or a missing field is a `ConfigError` naming the field, not a
 failure at the first call.
 
@@ -50,7 +51,20 @@ class ClientCredentials:
     issuer: str | None = None
 
 
-OAuthMode = Union[AuthorizationCode, ClientCredentials]
+@attrs.frozen
+class IdentityAssertion:
+    """Cross-app access: an identity assertion the enterprise's identity provider
+    issued (an ID-JAG, RFC 7523 jwt-bearer) exchanged at `issuer` for a token, by a
+    confidential client (`client_id`, `secret_input`). The assertion is the value of
+    `assertion_input`, else what the host's `ClientFeatures.identity_assertion` returns."""
+
+    client_id: str
+    secret_input: str
+    issuer: str
+    assertion_input: str | None = None
+
+
+OAuthMode = Union[AuthorizationCode, ClientCredentials, IdentityAssertion]
 
 #: (type, registration) -> (required keys, optional keys), camelCase as written.
 _SHAPES: dict[tuple[Any, Any], tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -62,6 +76,7 @@ _SHAPES: dict[tuple[Any, Any], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("clientId", "privateKeyInput"),
         ("algorithm", "tokenEndpointAudience", "issuer"),
     ),
+    ("identityAssertion", None): (("clientId", "clientSecretInput", "issuer"), ("assertionInput",)),
 }
 
 
@@ -76,7 +91,8 @@ def oauth_mode(mode: Any, server: str) -> OAuthMode:
             server,
             "oauth.mode",
             f"mode {kind[0]!r} / registration {kind[1]!r} is not one of: authorizationCode with registration "
-            "dynamic, preregistered or clientMetadataDocument; clientCredentialsSecret; clientCredentialsPrivateKeyJwt",
+            "dynamic, preregistered or clientMetadataDocument; clientCredentialsSecret; clientCredentialsPrivateKeyJwt; "
+            "identityAssertion",
         )
     required, optional = shape
     for key in sorted(set(mode) - {"type", "registration", *required, *optional}):
@@ -91,6 +107,8 @@ def oauth_mode(mode: Any, server: str) -> OAuthMode:
             _check_url(mode[key], server, f"oauth.mode.{key}", https_path=key == "url")
     if kind[0] == "authorizationCode":
         return AuthorizationCode(mode.get("clientId"), mode.get("clientSecretInput"), mode.get("url"))
+    if kind[0] == "identityAssertion":
+        return IdentityAssertion(mode["clientId"], mode["clientSecretInput"], mode["issuer"], mode.get("assertionInput"))
     algorithm = mode.get("algorithm", "RS256")
     if algorithm not in JWT_ALGORITHMS:
         _refuse(server, "oauth.mode.algorithm", f"one of {', '.join(JWT_ALGORITHMS)}")
@@ -118,6 +136,8 @@ def secret_inputs(mode: OAuthMode) -> list[str]:
     names = [mode.secret_input]
     if isinstance(mode, ClientCredentials):
         names.append(mode.private_key_input)
+    elif isinstance(mode, IdentityAssertion):
+        names.append(mode.assertion_input)
     return [name for name in names if name]
 
 

@@ -9,6 +9,8 @@ the registered client) are put in it as JSON by `mcp.oauth`. Three kinds:
 * `FileTokenStore`: one JSON file per server under ``$XDG_CONFIG_HOME/smcp_sync/oauth``
   (else ``~/.config/smcp_sync/oauth``), written atomically with mode 0600; the default
   otherwise;
+* `MemoryTokenStore`: this process's memory only, gone with it: for tests and
+  short-lived hosts that must leave nothing behind (each run authorizes again);
 * anything the host passes that has the three methods.
 
 No value read or written here reaches a log line.
@@ -105,6 +107,31 @@ class FileTokenStore:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+class MemoryTokenStore:
+    """Credentials kept in this object only (nothing on disk, nothing in a keyring): for
+    tests and short-lived hosts. Thread-safe; share one between Computers to share tokens."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def load(self, key: str) -> str | None:
+        with self._lock:
+            return self._records.get(key)
+
+    def save(self, key: str, value: str) -> None:
+        with self._lock:
+            self._records[key] = value
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._records.pop(key, None)
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"MemoryTokenStore({len(self._records)} records)"
 
 
 class KeyringTokenStore:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from typing import Any, AsyncIterator, Callable, Iterator, Literal, TypeVar, overload
+import warnings
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Literal, TypeVar, overload
 
 import anyio
 import httpx2
@@ -31,7 +32,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters as SdkStdioParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import SessionMessage
 
 from ..._version import __version__
@@ -52,6 +53,14 @@ from ...protocol.models import (
 )
 from ...protocol.redaction import redact_text
 from ..config.env_file import spawn_environment
+from .client_features import (
+    ClientHandlers,
+    ClientRequestRefused,
+    Elicitation,
+    FormElicitation,
+    SamplingRequest,
+    UrlElicitation,
+)
 from .status import ServerCapabilities, ServerTool
 from .stderr_pipe import StderrTail, stderr_pipe
 from .upstream_auth import AuthStatusTransport
@@ -113,9 +122,12 @@ async def open_session(
     stderr_tail: StderrTail,
     init_timeout: float,
     auth: httpx2.Auth | None = None,
+    client: ClientHandlers | None = None,
 ) -> AsyncIterator[McpSession]:
     """Connect to the server of `config` and yield an initialized session (an HTTP one
-    through `auth`, if given: `oauth.session_auth`).
+    through `auth`, if given: `oauth.session_auth`), answering the server's elicitation,
+    sampling and roots requests through `client` (those it has no handler for are refused
+    by the SDK, and not announced).
 
     Must be entered and exited by the same task (anyio cancel scopes).
     """
@@ -132,6 +144,7 @@ async def open_session(
             write_stream,
             message_handler=on_message,
             client_info=mcp_types.Implementation(name="smcp_sync", version=__version__),
+            **_client_callbacks(client, config.bundle_id or config.name),
         )
         async with session:
             with anyio.fail_after(init_timeout), _translated("initialize"):
@@ -180,6 +193,12 @@ class McpSession:
         with _translated(f"resources/read {uri!r}"):
             result = await self._session.read_resource(uri)
         return [_convert(ResourceContents, c, "resources/read") for c in result.contents]
+
+    async def roots_changed(self) -> None:
+        """Tell the server its roots changed (``notifications/roots/list_changed``)."""
+        with warnings.catch_warnings(), _translated("notifications/roots/list_changed"):
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots are deprecated after 2025-11-25
+            await self._session.send_roots_list_changed()
 
     async def subscribe_resource(self, uri: str) -> None:
         request = mcp_types.SubscribeRequest(params=mcp_types.SubscribeRequestParams(uri=uri))
@@ -368,6 +387,88 @@ class _EofWatchedStream:
         if not self.ended:
             self.ended = True
             self._on_end()
+
+
+# -- the client's side: elicitation, sampling, roots --------------------------------------
+
+
+def _client_callbacks(client: ClientHandlers | None, server: str) -> dict[str, Any]:
+    """`ClientSession` keywords for the handlers `client` has (the SDK announces a
+    capability exactly when its callback is given)."""
+    if client is None:
+        return {}
+    callbacks: dict[str, Any] = {}
+    if client.elicit is not None:
+        elicit = client.elicit
+
+        async def elicitation_callback(context: Any, params: Any) -> Any:
+            async def answer() -> Any:
+                given = await elicit(_elicitation(params, server))
+                return mcp_types.ElicitResult(action=given.action, content=given.content)
+
+            return await _refusable(answer)
+
+        callbacks["elicitation_callback"] = elicitation_callback
+    if client.sample is not None:
+        sample = client.sample
+
+        async def sampling_callback(context: Any, params: Any) -> Any:
+            async def answer() -> Any:
+                given = await sample(_sampling_request(params, server))
+                content = {"type": "text", "text": given.text} if given.text is not None else given.content
+                return mcp_types.CreateMessageResult.model_validate(
+                    {"role": "assistant", "content": content, "model": given.model, "stopReason": given.stop_reason}
+                )
+
+            return await _refusable(answer)
+
+        callbacks["sampling_callback"] = sampling_callback
+    if client.list_roots is not None:
+        list_roots = client.list_roots
+
+        async def list_roots_callback(context: Any) -> Any:
+            async def answer() -> Any:
+                roots = await list_roots()
+                return mcp_types.ListRootsResult(
+                    roots=[mcp_types.Root.model_validate({"uri": root.uri, "name": root.name}) for root in roots]
+                )
+
+            return await _refusable(answer)
+
+        callbacks["list_roots_callback"] = list_roots_callback
+    return callbacks
+
+
+async def _refusable(answer: Callable[[], Awaitable[Any]]) -> Any:
+    """`answer()`, or the JSON-RPC error the server gets when the host refused or
+    answered something that is not a valid answer."""
+    try:
+        return await answer()
+    except ClientRequestRefused as exc:
+        return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=str(exc))
+    except pydantic.ValidationError as exc:
+        log.warning("the client's answer to an MCP server's request is not valid MCP (%d error(s))", exc.error_count())
+        return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message="the client's answer is not valid")
+
+
+def _elicitation(params: Any, server: str) -> Elicitation:
+    if getattr(params, "mode", "form") == "url":
+        return UrlElicitation(server, params.message, params.url, params.elicitation_id)
+    return FormElicitation(server, params.message, dict(params.requested_schema))
+
+
+def _sampling_request(params: Any, server: str) -> SamplingRequest:
+    dumped = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return SamplingRequest(
+        server=server,
+        messages=tuple(dumped["messages"]),
+        max_tokens=params.max_tokens,
+        system_prompt=params.system_prompt,
+        temperature=params.temperature,
+        stop_sequences=tuple(params.stop_sequences or ()),
+        model_preferences=dumped.get("modelPreferences"),
+        metadata=params.metadata,
+    )
 
 
 # -- conversions -----------------------------------------------------------------------

@@ -27,7 +27,7 @@ from ...protocol.errors import ErrorCode, InternalError, SMCPError, SMCPTimeoutE
 from ...protocol.models import CallToolResult
 from .adapter import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, McpFailure
 from .server_connection import ServerUnavailable
-from .upstream_auth import authorization_code
+from .upstream_auth import authorization_code, challenged_scope
 
 #: The SMCP codes an MCP server may report for itself; any other code it claims (an
 #: office or auth error, say) is not its to give, and stays an MCP server error.
@@ -129,22 +129,32 @@ def tool_call_failure(server: str, tool: str, exc: ServerUnavailable | McpFailur
         return CallToolResult.failure(ErrorCode.TOOL_EXECUTION_FAILED, str(exc))
     code = authorization_code(exc.data)
     if code is not None:
-        return unauthorized(server, tool, exc.message, code)
+        return unauthorized(server, tool, exc.message, code, challenged_scope(exc.data))
     return CallToolResult.failure(
         ErrorCode.TOOL_EXECUTION_FAILED, f"tool {tool!r} failed on MCP server {server!r}: {exc.message}"
     )
 
 
-def unauthorized(server: str, tool: str, reason: str, code: int) -> CallToolResult:
+def unauthorized(server: str, tool: str, reason: str, code: int, scope: str | None = None) -> CallToolResult:
     """4006 / 4007: the MCP server refused the call for want of authorization (the
     user must act where the Computer runs; nothing secret goes to the Agent). The hint's
     `action` is the one a2c-smcp 0.4.2 sends for the code, so a Host routes both alike;
-    its message also fits a server authorized by client credentials (nobody signs in)."""
+    its message also fits a server authorized by client credentials (nobody signs in).
+    A 4007 whose challenge named the `scope` wanted says how to authorize exactly that."""
     if code == ErrorCode.TOOL_AUTHORIZATION_REQUIRED:
         needs = "needs an authorization"
         hint = {
             "action": "user_authorization_required",
             "message": f"authorize MCP server {server!r} on the Computer (or check its client credentials there), then retry",
+        }
+    elif scope:
+        needs = "was refused with its authorization"
+        listed = scope.split()
+        hint = {
+            "action": "token_refresh_required",
+            "message": f"MCP server {server!r} asks for OAuth scope {scope!r}, which its authorization lacks: "
+            f"authorize it again with that scope on the Computer (Computer.authorize({server!r}, scopes={listed!r}), "
+            f"or smcp-sync authorize {server} {' '.join(f'--scope {word}' for word in listed)}), then retry",
         }
     else:
         needs = "was refused with its authorization"

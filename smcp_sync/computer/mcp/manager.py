@@ -38,13 +38,14 @@ from ...protocol.models import (
     MCPServerConfig,
     Resource,
     ResourceContents,
+    StdioServerConfig,
 )
 from ...protocol.models._fields import evolve
 from ..config.env_file import check_env_file
 from ..config.fields import refuse_unsupported, unknown_fields
-from ..config.files import server_bundle_id
+from ..config.files import ConfigError, server_bundle_id
 from ..config.inputs import InputResolver, placeholders
-from ..config.oauth_mode import oauth_mode, secret_inputs
+from ..config.oauth_mode import IdentityAssertion, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore, default_token_store
 from ..config.redaction import public_server_config
 from ..config.variables import render_variables
@@ -55,8 +56,18 @@ from .adapter import (
     McpSession,
 )
 from .bridge import BridgeClosedError, EventLoopThread
+from .client_features import ClientAnswers, Roots
 from .failures import REQUEST_FAILURES, request_error
-from .oauth import OAuthAuthorizationError, OpenUrl, authorize, resolve_secrets, session_auth
+from .oauth import (
+    ClientSecrets,
+    OAuthAuthorizationError,
+    OpenUrl,
+    StepUp,
+    authorize,
+    forget_tokens,
+    resolve_secrets,
+    session_auth,
+)
 from .policy import ServerPolicy
 from .server_connection import ServerConnection
 from .status import ServerEvent, ServerState, ServerStatus
@@ -81,8 +92,11 @@ class ServerManager:
         inputs: InputResolver,
         policy: ServerPolicy,
         oauth_store: OAuthTokenStore | None = None,
+        client: ClientAnswers | None = None,
     ) -> None:
         self._bridge = bridge
+        #: The host's answers to what the MCP servers ask of their client (`client_features`).
+        self.client = client if client is not None else ClientAnswers(None)
         self._oauth_store = oauth_store
         self._publish = publish
         self.inputs = inputs
@@ -113,14 +127,18 @@ class ServerManager:
         if getattr(model, "oauth", None) is not None:
             secrets = resolve_secrets(model, self.inputs.value)  # off the loop: an input may ask
             # the store is made here, off the loop (a keyring backend is looked up)
-            auth = functools.partial(session_auth, model, self.oauth_store(), secrets)
+            self._check_assertion_source(model)
+            features = self.client.features
+            step_up = self._step_up(model, secrets)
+            store = self.oauth_store()
+            auth = functools.partial(session_auth, model, store, secrets, step_up, features.identity_assertion)
         for unknown in unknown_fields(raw):
             log.warning("MCP server %r: field %r is not known to smcp_sync; ignored", bundle_id, unknown)
         with self._admin:
             old = self._connection_or_none(bundle_id)
             if old is not None:
                 self._stop(old)
-            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, auth)
+            connection = ServerConnection(model, self._policy, self._publish, self._bridge.spawn, auth, self.client)
             with self._data:
                 self._raw[bundle_id] = raw
                 self._connections[bundle_id] = connection
@@ -189,8 +207,11 @@ class ServerManager:
                 self._oauth_store = default_token_store()
             return self._oauth_store
 
-    def authorize(self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None) -> ServerStatus:
-        """Run the OAuth flow for one server (`oauth.authorize`), then reconnect it if it is started."""
+    def authorize(
+        self, name: str, open_url: OpenUrl, timeout: float, redirect_uri: str | None, scopes: str | None = None
+    ) -> ServerStatus:
+        """Run the OAuth flow for one server (`oauth.authorize`; with `scopes`, the user is
+        asked again for them), then reconnect it if it is started."""
         config = self._connection(name).config
         secrets = resolve_secrets(config, self.inputs.value)
         store = self.oauth_store()
@@ -200,7 +221,10 @@ class ServerManager:
                 with self._data:
                     self._authorizing[name] = scope
                 try:
-                    await authorize(config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout)
+                    await authorize(
+                        config, store, secrets, open_url, redirect_uri, timeout, self._policy.request_timeout, scopes,
+                        identity_assertion=self.client.features.identity_assertion,
+                    )  # fmt: skip
                     return
                 finally:
                     with self._data:
@@ -214,9 +238,61 @@ class ServerManager:
             self._bridge.run(cancellable(), timeout + WAIT_GRACE)  # the flow ends itself at `timeout`
         except TimeoutError:
             raise TimeoutError(f"MCP server {name!r} was not authorized within {timeout:g}s") from None
+        return self._reconnect(name, timeout)
+
+    def set_roots(self, roots: Roots, timeout: float) -> None:
+        """Answer ``roots/list`` with `roots` from now on, and tell every running server
+        (``notifications/roots/list_changed``; one that cannot be told is logged)."""
+        self.client.set_roots(roots)
+        running = [c for c in self.connections() if c.status.running]
+        told = [functools.partial(c.request, _tell_roots_changed, timeout) for c in running]
+        rounds = -(-len(told) // BATCH_CONCURRENCY)
+        outcomes = self._bridge.run(_each_bounded(told, REQUEST_FAILURES), timeout * rounds + WAIT_GRACE)
+        for connection, outcome in zip(running, outcomes):
+            if isinstance(outcome, BaseException):
+                failure = request_error(connection.bundle_id, outcome, "notifications/roots/list_changed", timeout)
+                log.warning("MCP server %r was not told its roots changed: %s", connection.bundle_id, failure.message)
+
+    def forget_authorization(self, name: str, timeout: float) -> ServerStatus:
+        """Drop the server's stored OAuth token (its client registration is kept), then
+        reconnect it if it is started: it needs an authorization again."""
+        config = self._connection(name).config
+        if isinstance(config, StdioServerConfig) or config.oauth is None:
+            raise BadRequestError(f"MCP server {name!r} has no oauth block in its configuration", details={"mcp_server": name})
+        forget_tokens(config, self.oauth_store())
+        return self._reconnect(name, timeout)
+
+    def _reconnect(self, name: str, timeout: float) -> ServerStatus:
+        """Restart the server if it is started (its new credentials apply); its status."""
         with self._admin:
             connection = self._connection(name)
             return self.restart(name, timeout) if connection.active else connection.status
+
+    def _check_assertion_source(self, config: MCPServerConfig) -> None:
+        """An ``identityAssertion`` mode needs its assertion from somewhere: its
+        ``assertionInput``, or the host's `ClientFeatures.identity_assertion`."""
+        options = getattr(config, "oauth", None)
+        server = config.bundle_id or config.name
+        mode = oauth_mode(options.mode, server) if options is not None else None
+        if isinstance(mode, IdentityAssertion) and mode.assertion_input is None:
+            if self.client.features.identity_assertion is None:
+                raise ConfigError(
+                    f"MCP server {server!r}: field 'oauth.mode.assertionInput' is required unless the Computer is given "
+                    "ClientFeatures(identity_assertion=...)",
+                    details={"field": "oauth.mode.assertionInput", "mcp_server": server},
+                )
+
+    def _step_up(self, config: MCPServerConfig, secrets: ClientSecrets) -> StepUp | None:
+        """How a connection to `config`'s server authorizes a wider scope during a call:
+        the user sent through the host's `ClientFeatures.open_url`, as `authorize` does
+        (None: the host gave no way to reach the user; such a call is 4007)."""
+        features = self.client.features
+        if features.open_url is None:
+            return None
+        return functools.partial(
+            authorize, config, self.oauth_store(), secrets, features.open_url, features.redirect_uri,
+            features.timeout, self._policy.request_timeout,
+        )  # fmt: skip
 
     def cancel_authorization(self, name: str) -> bool:
         """Stop the authorization flow running for one server (its `authorize` raises);
@@ -405,6 +481,10 @@ class ServerManager:
     def _stop(self, connection: ServerConnection) -> None:
         if connection.active:
             self._bridge.run(connection.stop(), self._policy.stop_timeout * 2 + WAIT_GRACE)
+
+
+async def _tell_roots_changed(session: McpSession) -> None:
+    await session.roots_changed()
 
 
 def _reader(uri: str) -> Callable[[McpSession], Awaitable[list[ResourceContents]]]:

@@ -17,8 +17,9 @@ an `OAuthTokenStore` (`StoredCredentials`):
   (127.0.0.1, an ephemeral port, RFC 8252) or in the URL `open_url` returns.
 
 Each mode of the config (`config.oauth_mode`) is one of the SDK's providers
-(`OAuthClientProvider`, `ClientCredentialsOAuthProvider`, `PrivateKeyJWTOAuthProvider`)
-with what the config adds (`_Configured`). Tokens, codes, client secrets and keys stay
+(`OAuthClientProvider`, `ClientCredentialsOAuthProvider`, `PrivateKeyJWTOAuthProvider`,
+and for cross-app access `IdentityAssertionOAuthProvider`) with what the config adds
+(`_Configured`, `_IdentityAssertion`). Tokens, codes, client secrets and keys stay
 between the SDK, the inputs and the store (which never holds a configured secret):
 messages and logs here name servers, statuses and exception types only.
 """
@@ -29,6 +30,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import sys
 import time
 import warnings
@@ -37,6 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.abc
+import attrs
 import httpx2
 from anyio.abc import SocketAttribute
 from mcp.client.auth import OAuthClientProvider
@@ -45,6 +48,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.client.auth.exceptions import (
     OAuthFlowError,
@@ -59,11 +63,12 @@ from mcp.shared.auth import (
     OAuthToken,
     ProtectedResourceMetadata,
 )
+from mcp.client.auth.utils import extract_scope_from_www_auth, union_scopes
 from mcp.shared.auth_utils import check_resource_allowed
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import AnyUrl, ValidationError
 
-from ...protocol.errors import BadRequestError, ErrorCode, ToolAuthorizationError
+from ...protocol.errors import BadRequestError, ErrorCode, ToolAuthorizationError, cut_short
 from ...protocol.models import (
     MCPServerConfig,
     OAuthOptions,
@@ -71,7 +76,7 @@ from ...protocol.models import (
     StdioServerConfig,
     StreamableHttpServerConfig,
 )
-from ..config.oauth_mode import ClientCredentials, check_private_key, oauth_mode, secret_inputs
+from ..config.oauth_mode import ClientCredentials, IdentityAssertion, check_private_key, oauth_mode, secret_inputs
 from ..config.oauth_store import OAuthTokenStore
 
 if sys.version_info < (3, 11):
@@ -87,6 +92,9 @@ HttpServerConfig = Union[SseServerConfig, StreamableHttpServerConfig]
 _UNUSED_REDIRECT = "http://127.0.0.1/callback"
 _CALLBACK_PATH = "/callback"
 _MAX_REQUEST_HEAD = 16384
+_URL_QUERY = re.compile(r"(https?://[^\s?#'\"]+)[?#][^\s'\"]*")
+#: The SDK's message for a redirect whose state is not the one sent (it shows both).
+_STATE_MISMATCH = "State parameter mismatch"
 
 
 class OAuthAuthorizationError(ToolAuthorizationError):
@@ -101,8 +109,12 @@ class StoredCredentials:
     store: a token loaded at the next start is then refreshed in time, not used stale.
     `redirect_uri`: a stored client registered for another redirect is not offered."""
 
-    def __init__(self, store: OAuthTokenStore, server_key: str, redirect_uri: str | None = None) -> None:
+    def __init__(
+        self, store: OAuthTokenStore, server_key: str, redirect_uri: str | None = None, *, fresh: bool = False
+    ) -> None:
         self._store = store
+        #: Offers no stored token (`authorize` with scopes: the user is asked again).
+        self._fresh = fresh
         self._key = server_key
         #: The server's name, for logs (its key's URL may carry a key).
         self.server = server_key.split(" ", 1)[0]
@@ -111,6 +123,8 @@ class StoredCredentials:
         self.expires_at: float | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
+        if self._fresh:
+            return None
         record = await self._load("tokens")
         try:
             token = OAuthToken.model_validate(record["token"]) if record else None
@@ -139,7 +153,7 @@ class StoredCredentials:
             log.warning("stored OAuth client of MCP server %r unreadable: ignored", self.server)
             return None
         if client is not None and self._redirect_uri is not None:
-            if self._redirect_uri not in [str(uri) for uri in client.redirect_uris or ()]:
+            if not any(_same_redirect(self._redirect_uri, str(uri)) for uri in client.redirect_uris or ()):
                 return None  # registered for another redirect: register again
         return client
 
@@ -183,6 +197,23 @@ class StoredCredentials:
             )
 
 
+def _same_redirect(wanted: str, registered: str) -> bool:
+    """The same redirect URI, a loopback one on any port (RFC 8252 section 7.3: the
+    listener's port changes at each authorization; the client, and the sessions bound
+    to it, stay the same)."""
+    if wanted == registered:
+        return True
+    a, b = urlsplit(wanted), urlsplit(registered)
+    loopback = a.scheme == b.scheme == "http" and a.hostname == b.hostname == "127.0.0.1"
+    return loopback and (a.path, a.query) == (b.path, b.query)
+
+
+def forget_tokens(config: HttpServerConfig, store: OAuthTokenStore) -> None:
+    """Drop the token `StoredCredentials` keeps for `config`'s server (its client
+    registration stays). Blocking: never on the loop."""
+    store.delete(f"{server_key(config)}/tokens")
+
+
 class ClientSecrets:
     """The values of a server's secret inputs (`oauth_mode.secret_inputs`) by input id,
     resolved off the loop when the server is configured (`resolve_secrets`); shown by id."""
@@ -192,6 +223,12 @@ class ClientSecrets:
 
     def __getitem__(self, input_id: str) -> str:
         return self._values[input_id]
+
+    def hidden_in(self, text: str) -> str:
+        """`text` with every one of these values replaced by ``[secret]``."""
+        for value in self._values.values():
+            text = text.replace(value, "[secret]")
+        return text
 
     def __repr__(self) -> str:
         return f"ClientSecrets({sorted(self._values)})"
@@ -251,10 +288,14 @@ class _Configured(OAuthClientProvider):
     answer; the request goes again as it was refused (without its token after a 401)."""
 
     _stored: StoredCredentials
+    _secrets: ClientSecrets
     _fixed_client: OAuthClientInformationFull | None = None
     _configured_secret = False
     _resource: str | None = None
     _session = False
+    _step_up: StepUp | None = None
+    _step_up_lock: anyio.Lock | None = None
+    _wanted_scope: str | None = None
 
     def configure(
         self,
@@ -263,8 +304,15 @@ class _Configured(OAuthClientProvider):
         configured_secret: bool,
         resource: str | None,
         session: bool,
+        secrets: ClientSecrets,
+        *,
+        step_up: StepUp | None = None,
+        wanted_scope: str | None = None,
     ) -> None:
         self._stored = storage
+        self._secrets = secrets
+        self._step_up = step_up
+        self._wanted_scope = wanted_scope
         self._fixed_client = fixed_client
         self._configured_secret = configured_secret
         self._resource = resource
@@ -275,33 +323,41 @@ class _Configured(OAuthClientProvider):
 
     def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         flow = super()._auth_flow(request)
-        return self._within_session(flow, request) if self._session else flow
-
-    async def _within_session(
-        self, flow: AsyncGenerator[httpx2.Request, httpx2.Response], request: httpx2.Request
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if not self._session:
+            return flow
         person_needed = not isinstance(self, (ClientCredentialsOAuthProvider, PrivateKeyJWTOAuthProvider))
-        status = None  # of the server's last answer to `request`
-        try:
-            outgoing = await flow.__anext__()
-            while True:
-                response = yield outgoing
-                if outgoing is request:
-                    status = response.status_code
-                    if person_needed and _needs_a_person(response):
-                        return  # the refusal reaches the session: 4006 / 4007
+        step_up = self._stepped_up if self._step_up is not None else None
+        return _within_session(flow, request, self._stored.server, self._secrets, person_needed, step_up)
+
+    async def _stepped_up(self, refusal: httpx2.Response, request: httpx2.Request) -> bool:
+        """Authorize again for the scope held and the one `refusal` names (their union,
+        as the SDK's own step-up asks), the user sent where `authorize` sends them
+        (`step_up`); then carry the new token. False when it was not granted. One at a
+        time: a call refused meanwhile uses the token the first one obtained."""
+        assert self._step_up is not None
+        challenged = extract_scope_from_www_auth(refusal)
+        if self._step_up_lock is None:
+            self._step_up_lock = anyio.Lock()
+        async with self._step_up_lock:
+            tokens = await self._stored.get_tokens()
+            granted = tokens.scope if tokens is not None else None
+            if not _covers(granted, challenged):
+                wanted = union_scopes(union_scopes(self.context.client_metadata.scope, granted), challenged)
+                log.info("MCP server %r asks for scope %r: authorizing it again", self._stored.server, challenged)
                 try:
-                    outgoing = await flow.asend(response)
-                except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
-                    log.warning("MCP server %r: its OAuth grant was refused (%s)", self._stored.server, type(exc).__name__)
-                    if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
-                        request.headers.pop("Authorization", None)
-                    yield request  # the server's own refusal reaches the session: 4006 / 4007
-                    return
-        except StopAsyncIteration:
-            return
-        finally:
-            await flow.aclose()
+                    await self._step_up(wanted or "")
+                except (OAuthAuthorizationError, TimeoutError) as exc:
+                    log.warning("MCP server %r: the wider scope it asks for was not granted (%s)", self._stored.server, exc)
+                    return False
+                tokens = await self._stored.get_tokens()
+            if tokens is None:
+                return False
+            self.context.current_tokens = tokens
+            self.context.token_expiry_time = self._stored.expires_at
+            if self._fixed_client is None:
+                self.context.client_info = await self._stored.get_client_info() or self.context.client_info
+        self._add_auth_header(request)
+        return True
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -319,6 +375,8 @@ class _Configured(OAuthClientProvider):
             raise OAuthFlowError("the protected resource metadata names another resource than oauth.resource")
 
     async def _perform_authorization(self) -> httpx2.Request:
+        if self._wanted_scope is not None:  # asked for beyond what the server's challenge names
+            self.context.client_metadata.scope = union_scopes(self.context.client_metadata.scope, self._wanted_scope)
         self._authenticate_as_offered()
         return await super()._perform_authorization()
 
@@ -348,6 +406,65 @@ class _PrivateKeyCredentials(_Configured, PrivateKeyJWTOAuthProvider):
     """The SDK's client credentials grant, the client authenticated by a JWT it signs."""
 
 
+def failure_reason(exc: BaseException, secrets: ClientSecrets) -> str:
+    """Why an OAuth step failed, as the `mcp` SDK (or httpx) said it, fit for an error or a
+    log line: its type and message, without URL queries (a key may ride in one), the
+    OAuth ``state``, or any of `secrets`; at most 300 characters."""
+    text = str(exc)
+    if text.startswith(_STATE_MISMATCH):
+        text = _STATE_MISMATCH
+    text = " ".join(secrets.hidden_in(_URL_QUERY.sub(r"\1?...", text)).split())
+    return f"{type(exc).__name__}: {cut_short(text, 300)}" if text else type(exc).__name__
+
+
+#: ``step_up(refusal, request)``: authorize the wider scope `refusal` names and put the new
+#: token on `request`; False when it was not granted.
+_SessionStepUp = Callable[[httpx2.Response, httpx2.Request], Awaitable[bool]]
+
+
+async def _within_session(
+    flow: AsyncGenerator[httpx2.Request, httpx2.Response],
+    request: httpx2.Request,
+    server: str,
+    secrets: ClientSecrets,
+    person_needed: bool,
+    step_up: _SessionStepUp | None,
+) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+    """A provider's `flow` under a connection (`_Configured`): a refusal that needs a
+    person reaches the session (after a step-up, if `step_up` is given), and so does a
+    grant the authorization server refuses (logged with its reason, never raised)."""
+    status = None  # of the server's last answer to `request`
+    try:
+        outgoing = await flow.__anext__()
+        while True:
+            response = yield outgoing
+            if outgoing is request:
+                status = response.status_code
+                if person_needed and _needs_a_person(response):
+                    if status == 403 and step_up is not None:
+                        await flow.aclose()  # the SDK's flow holds its lock: other requests go on meanwhile
+                        if await step_up(response, request):
+                            yield request  # with the wider token; its answer, whatever it is, is the call's
+                    return  # the refusal reaches the session: 4006 / 4007
+            try:
+                outgoing = await flow.asend(response)
+            except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError) as exc:
+                log.warning("MCP server %r: its OAuth grant was refused (%s)", server, failure_reason(exc, secrets))
+                if status != 403:  # a wider scope refused: the token still holds (403 again, 4007)
+                    request.headers.pop("Authorization", None)
+                yield request  # the server's own refusal reaches the session: 4006 / 4007
+                return
+    except StopAsyncIteration:
+        return
+    finally:
+        await flow.aclose()
+
+
+def _covers(granted: str | None, wanted: str | None) -> bool:
+    """Whether the scope `granted` includes every scope of `wanted`."""
+    return bool(wanted) and set((wanted or "").split()) <= set((granted or "").split())
+
+
 def _needs_a_person(response: httpx2.Response) -> bool:
     challenge = response.headers.get("www-authenticate", "")
     return response.status_code == 401 or (response.status_code == 403 and "insufficient_scope" in challenge)
@@ -361,14 +478,40 @@ def server_key(config: HttpServerConfig) -> str:
     return f"{key} {resource}" if resource else key
 
 
-def session_auth(config: MCPServerConfig, store: OAuthTokenStore, secrets: ClientSecrets) -> httpx2.Auth | None:
+def session_auth(
+    config: MCPServerConfig,
+    store: OAuthTokenStore,
+    secrets: ClientSecrets,
+    step_up: StepUp | None = None,
+    identity_assertion: AssertionCallback | None = None,
+) -> httpx2.Auth | None:
     """The auth of a connection to `config`'s server (None: it has no `oauth` block). A
-    client credentials grant needs nobody, so it runs here whenever the server asks."""
+    client credentials grant needs nobody, so it runs here whenever the server asks; an
+    authorization code grant asked for a wider scope during a request runs `step_up`, if
+    given (the host can reach the user: `ClientFeatures.open_url`)."""
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         return None
-    return _provider(config, StoredCredentials(store, server_key(config)), secrets, _UNUSED_REDIRECT, None)
+    storage = StoredCredentials(store, server_key(config))
+    return _provider(config, storage, secrets, _UNUSED_REDIRECT, None, step_up, identity_assertion=identity_assertion)
 
 
+@attrs.frozen
+class IdentityAssertionRequest:
+    """What the host's `ClientFeatures.identity_assertion` is asked for: an identity
+    assertion (ID-JAG) from the enterprise's identity provider for MCP server `server`,
+    whose ``aud`` is `audience` (the authorization server) and ``resource`` `resource`."""
+
+    server: str
+    audience: str
+    resource: str
+
+
+#: ``identity_assertion(request) -> str``: the ID-JAG (blocking; called off the loop).
+AssertionCallback = Callable[[IdentityAssertionRequest], str]
+#: ``step_up(scope)``: authorize the server again for `scope` (space-separated), the user
+#: sent where `authorize` sends them; raises `OAuthAuthorizationError` or TimeoutError when
+#: it is not granted (`authorize` with its arguments bound but the scopes).
+StepUp = Callable[[str], Awaitable[None]]
 #: The authorization code flow's two hooks: (redirect_handler, callback_handler).
 CodeHandlers = tuple[Callable[[str], Awaitable[None]], Callable[[], Awaitable[AuthorizationCodeResult]]]
 
@@ -379,7 +522,10 @@ def _provider(
     secrets: ClientSecrets,
     redirect_uri: str,
     handlers: CodeHandlers | None,
-) -> _Configured:
+    step_up: StepUp | None = None,
+    wanted_scope: str | None = None,
+    identity_assertion: AssertionCallback | None = None,
+) -> _Configured | _IdentityAssertion:
     """The SDK's provider for `config`'s mode: with `handlers`, one that runs the whole
     authorization code flow; without, a connection's (`_Configured`, `session`)."""
     assert config.oauth is not None
@@ -388,6 +534,11 @@ def _provider(
     url = config.server_parameters.url
     scope = " ".join(options.scopes) or None
     provider: _Configured
+    if isinstance(mode, IdentityAssertion):
+        assertion = _identity_assertion(mode, config.bundle_id or config.name, secrets, identity_assertion)
+        return _IdentityAssertion(
+            url, storage, mode.client_id, secrets[mode.secret_input], mode.issuer, assertion, scope=scope
+        ).configure(storage.server, secrets, options.resource, handlers is None)
     if isinstance(mode, ClientCredentials):
         with warnings.catch_warnings():  # without an issuer the SDK warns; resolve_secrets logged it
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -401,7 +552,7 @@ def _provider(
                     url, storage, mode.client_id, _signed_assertions(mode, secrets[mode.private_key_input]),
                     scope=scope, issuer=mode.issuer,
                 )
-        provider.configure(storage, None, mode.secret_input is not None, options.resource, handlers is None)
+        provider.configure(storage, None, mode.secret_input is not None, options.resource, handlers is None, secrets)
         return provider
     fixed = None
     if mode.client_id is not None:
@@ -416,8 +567,48 @@ def _provider(
     provider = _AuthorizationCode(
         url, metadata, storage, redirect_handler, callback_handler, client_metadata_url=mode.metadata_url
     )
-    provider.configure(storage, fixed, mode.secret_input is not None, options.resource, handlers is None)
+    provider.configure(
+        storage, fixed, mode.secret_input is not None, options.resource, handlers is None, secrets,
+        step_up=step_up, wanted_scope=wanted_scope,
+    )  # fmt: skip
     return provider
+
+
+class _IdentityAssertion(IdentityAssertionOAuthProvider):
+    """The SDK's cross-app access provider (an identity assertion grant) with what the config adds: the
+    ``resource`` (RFC 8707) instead of the one the SDK derives, and under a connection
+    the same handling of refused grants as `_Configured` (it needs nobody)."""
+
+    def configure(
+        self, server: str, secrets: ClientSecrets, resource: str | None, session: bool
+    ) -> _IdentityAssertion:
+        self._server, self._secrets, self._session = server, secrets, session
+        if resource is not None:
+            self._resource = resource  # what the SDK sends as `resource` in the token request
+        return self
+
+    def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super()._auth_flow(request)
+        return _within_session(flow, request, self._server, self._secrets, False, None) if self._session else flow
+
+
+def _identity_assertion(
+    mode: IdentityAssertion, server: str, secrets: ClientSecrets, host: AssertionCallback | None
+) -> Callable[[str, str], Awaitable[str]]:
+    """The SDK's ``assertion_provider``: the value of ``assertionInput``, else the host's
+    callback, asked off the loop at each exchange (an ID-JAG lives minutes)."""
+
+    async def assertion(audience: str, resource: str) -> str:
+        if mode.assertion_input is not None:
+            return secrets[mode.assertion_input]
+        assert host is not None, "the manager refuses this mode without an assertion"
+        request = IdentityAssertionRequest(server, audience, resource)
+        given = await anyio.to_thread.run_sync(host, request, abandon_on_cancel=True)
+        if not isinstance(given, str) or not given:
+            raise OAuthFlowError("the host's identity_assertion callback returned no assertion")
+        return given
+
+    return assertion
 
 
 def _signed_assertions(mode: ClientCredentials, private_key: str) -> Callable[[str], Awaitable[str]]:
@@ -452,10 +643,15 @@ async def authorize(
     redirect_uri: str | None,
     timeout: float,
     request_timeout: float,
+    scopes: str | None = None,
+    *,
+    identity_assertion: AssertionCallback | None = None,
 ) -> None:
     """Run the SDK's authorization flow for `config`'s server, storing its tokens (module
     doc), within `timeout` seconds (the listener is closed when this returns or raises);
-    `request_timeout` bounds each HTTP request. A client credentials grant asks nobody."""
+    `request_timeout` bounds each HTTP request. A client credentials grant asks nobody.
+    With `scopes` (space-separated), the user is asked again whatever token is stored,
+    for those scopes as well as the ones the server names."""
     server = config.bundle_id or config.name
     if isinstance(config, StdioServerConfig) or config.oauth is None:
         raise BadRequestError(
@@ -463,7 +659,9 @@ async def authorize(
         )
     try:
         with anyio.fail_after(timeout):
-            status = await _authorize(config, server, store, secrets, open_url, redirect_uri, request_timeout)
+            status = await _authorize(
+                config, server, store, secrets, open_url, redirect_uri, request_timeout, scopes, identity_assertion
+            )
     except TimeoutError:
         raise TimeoutError(f"MCP server {server!r} was not authorized within {timeout:g}s") from None
     if status in (401, 403):
@@ -482,14 +680,16 @@ async def _authorize(
     open_url: OpenUrl,
     redirect_uri: str | None,
     request_timeout: float,
+    scopes: str | None,
+    identity_assertion: AssertionCallback | None,
 ) -> int:
     """The MCP endpoint's status once the flow has run (a client credentials grant
     redirects nobody: no listener)."""
     assert config.oauth is not None
-    if isinstance(oauth_mode(config.oauth.mode, server), ClientCredentials):
-        redirect_uri = _UNUSED_REDIRECT
+    if isinstance(oauth_mode(config.oauth.mode, server), (ClientCredentials, IdentityAssertion)):
+        redirect_uri = _UNUSED_REDIRECT  # nobody is redirected
     async with _code_receiver(redirect_uri) as (redirect, wait_for_redirect):
-        storage = StoredCredentials(store, server_key(config), redirect_uri=redirect)
+        storage = StoredCredentials(store, server_key(config), redirect_uri=redirect, fresh=scopes is not None)
         handed_back: list[str] = []
 
         async def redirect_handler(authorization_url: str) -> None:
@@ -501,10 +701,13 @@ async def _authorize(
         async def callback_handler() -> AuthorizationCodeResult:
             return _code_result(handed_back[0] if handed_back else await wait_for_redirect(), server)
 
-        provider = _provider(config, storage, secrets, redirect, (redirect_handler, callback_handler))
+        handlers = (redirect_handler, callback_handler)
+        provider = _provider(
+            config, storage, secrets, redirect, handlers, wanted_scope=scopes, identity_assertion=identity_assertion
+        )
         try:
             status = await _touch(config, provider, request_timeout)
-            if provider.context.oauth_metadata is not None:
+            if isinstance(provider, _Configured) and provider.context.oauth_metadata is not None:
                 await storage.set_server_metadata(provider.context.oauth_metadata)
         except (
             OAuthFlowError,
@@ -512,10 +715,11 @@ async def _authorize(
             OAuthRegistrationError,
             httpx2.HTTPError,
         ) as exc:
+            reason = failure_reason(exc, secrets)
+            cause = exc if reason == f"{type(exc).__name__}: {exc}" else OAuthFlowError(reason)
             raise OAuthAuthorizationError(
-                f"authorization of MCP server {server!r} failed ({type(exc).__name__})",
-                details={"mcp_server": server},
-            ) from None
+                f"authorization of MCP server {server!r} failed ({reason})", details={"mcp_server": server}
+            ) from cause
     return status
 
 
@@ -598,7 +802,8 @@ async def _code_receiver(
     except BaseExceptionGroup as errors:  # the task group wraps what the flow raised
         if len(errors.exceptions) != 1:
             raise
-        raise errors.exceptions[0] from None
+        flow_error = errors.exceptions[0]
+        raise flow_error from flow_error.__cause__  # its own cause kept (the SDK's reason), not the group
 
 
 async def _request_target(stream: anyio.abc.SocketStream) -> str | None:

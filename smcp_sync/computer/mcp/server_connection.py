@@ -28,6 +28,7 @@ from .adapter import (
     describe_failure,
     open_session,
 )
+from .client_features import ClientAnswers
 from .policy import ServerPolicy
 from .status import ServerEvent, ServerEventKind, ServerState, ServerStatus
 from .stderr_pipe import StderrTail
@@ -50,7 +51,8 @@ class ServerUnavailable(Exception):
     in `status` and in `Computer.diagnostics()` (computer-management/protocol.md §7)."""
 
     def __init__(self, status: ServerStatus) -> None:
-        super().__init__(f"MCP server {status.bundle_id!r} is {status.state.value}")
+        waiting = status.state is ServerState.NEEDS_AUTHORIZATION
+        super().__init__(f"MCP server {status.bundle_id!r} {'needs authorization' if waiting else f'is {status.state.value}'}")
         self.status = status
 
 
@@ -62,6 +64,7 @@ class ServerConnection:
         publish: Callable[[ServerEvent], None],
         spawn: Spawn,
         session_auth: SessionAuth | None,
+        client: ClientAnswers,
     ) -> None:
         assert config.bundle_id is not None, "the manager resolves the bundle_id before connecting"
         self.config = config
@@ -71,6 +74,7 @@ class ServerConnection:
         self._publish = publish
         self._spawn = spawn
         self._session_auth = session_auth
+        self._client = client
         state = ServerState.DISABLED if config.disabled else ServerState.STOPPED
         self.status = ServerStatus(name=config.name, bundle_id=self.bundle_id, state=state)
         self._stderr = StderrTail(self.bundle_id)
@@ -85,6 +89,8 @@ class ServerConnection:
         self._tools_refreshed: anyio.Event | None = None  # made by a waiter, set after a refresh
         self._suspect = False
         self._in_flight = 0
+        #: The loop time by which each request in flight must end (`latest_deadline`).
+        self._deadlines: list[float] = []
         #: Change notices received (tools, resources), read from other threads: a tool
         #: call whose answer came after a notice waits for it to be in force (`tools.calls`).
         self.notices = 0
@@ -138,6 +144,8 @@ class ServerConnection:
         if session is None:
             raise ServerUnavailable(self.status)
         self._in_flight += 1
+        deadline = anyio.current_time() + timeout
+        self._deadlines.append(deadline)
         try:
             with anyio.fail_after(timeout):
                 return await operation(session)
@@ -146,6 +154,12 @@ class ServerConnection:
             raise
         finally:
             self._in_flight -= 1
+            self._deadlines.remove(deadline)
+
+    def latest_deadline(self) -> float | None:
+        """The loop time by which every request in flight must end (None: none is): what
+        the server asks of the host meanwhile is answered by then (`client_features`)."""
+        return max(self._deadlines, default=None)
 
     # -- supervision ------------------------------------------------------------------------
 
@@ -161,9 +175,13 @@ class ServerConnection:
                     error = await self._run_session()
                     if anyio.current_time() - began >= self._policy.stable_after:
                         attempt = 0
-                    delay = self._policy.backoff(attempt)
-                    attempt += 1
-                    self._went_down(error, delay)
+                    if self.status.authorization_code is not None:
+                        delay = self._policy.backoff_max  # nothing changes until someone authorizes it
+                        self._wait_for_authorization(error)
+                    else:
+                        delay = self._policy.backoff(attempt)
+                        attempt += 1
+                        self._went_down(error, delay)
                     first_attempt.set()
                     await anyio.sleep(delay)
         except Exception:  # a bug here must not stop the bridge's other work
@@ -192,6 +210,19 @@ class ServerConnection:
         if was_running:
             self._emit("disconnected")
 
+    def _wait_for_authorization(self, error: str) -> None:
+        """Its connection was refused for want of authorization: said once (a
+        ``needs_authorization`` event: the Computer's diagnostics warn), then tried again
+        quietly."""
+        was = self.status.state
+        self._set_status(state=ServerState.NEEDS_AUTHORIZATION, error=error)
+        if was is ServerState.NEEDS_AUTHORIZATION:
+            log.debug("MCP server %r still refuses the connection: %s", self.bundle_id, error)
+            return
+        if was is ServerState.RUNNING:
+            self._emit("disconnected")
+        self._emit("needs_authorization")
+
     def _command_shown(self) -> str:
         """`` (command 'x')`` for a stdio server: the local log names what was run (the
         `error` itself names no host path, it is also shown to Agents)."""
@@ -208,6 +239,7 @@ class ServerConnection:
                 stderr_tail=self._stderr,
                 init_timeout=self._policy.init_timeout,
                 auth=self._session_auth() if self._session_auth is not None else None,
+                client=self._client.handlers(self.bundle_id, self.latest_deadline),
             ) as session:
                 with anyio.fail_after(self._policy.init_timeout):
                     tools = await session.list_tools() if session.capabilities.tools else ()

@@ -19,6 +19,10 @@ class ServerState(str, enum.Enum):
     RUNNING = "running"
     #: Crashed or failed to start; waiting out the backoff before the next attempt.
     RESTARTING = "restarting"
+    #: Its MCP server refused the connection for want of an OAuth authorization (401 /
+    #: 403): waiting for `Computer.authorize` (or tokens stored by `smcp-sync authorize`,
+    #: looked for quietly every `ServerPolicy.backoff_max` seconds), not restarting.
+    NEEDS_AUTHORIZATION = "needs_authorization"
     STOPPED = "stopped"
     #: `disabled: true` in its configuration: never started.
     DISABLED = "disabled"
@@ -76,7 +80,13 @@ class ServerStatus:
 
 
 ServerEventKind = Literal[
-    "connected", "disconnected", "tools_changed", "resources_list_changed", "resource_updated", "config_changed"
+    "connected",
+    "disconnected",
+    "tools_changed",
+    "resources_list_changed",
+    "resource_updated",
+    "config_changed",
+    "needs_authorization",
 ]
 
 

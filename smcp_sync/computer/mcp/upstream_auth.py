@@ -25,6 +25,7 @@ with or without ``WWW-Authenticate``), 403 -> 4007 (authorized, but not enough).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, Callable
 
@@ -39,6 +40,7 @@ if sys.version_info < (3, 11):
 HTTP_STATUS_KEY = "a2c_http_status"
 #: JSON-RPC INTERNAL_ERROR, the code the SDK itself uses for a failed POST.
 _INTERNAL_ERROR = -32603
+_SCOPE = re.compile(r'scope="([^"]*)"')
 _CODE_BY_STATUS = {401: ErrorCode.TOOL_AUTHORIZATION_REQUIRED, 403: ErrorCode.TOOL_AUTHORIZATION_FAILED}
 
 
@@ -82,6 +84,16 @@ def authorization_code(data: Any) -> int | None:
     status = data.get(HTTP_STATUS_KEY) if isinstance(data, dict) else None
     code = _CODE_BY_STATUS.get(status) if isinstance(status, int) else None
     return int(code) if code is not None else None
+
+
+def challenged_scope(data: Any) -> str | None:
+    """The scope a 403's ``insufficient_scope`` challenge names (RFC 6750 section 3), from
+    a JSON-RPC error `data` that `AuthStatusTransport` made; else None."""
+    challenge = data.get("www_authenticate") if isinstance(data, dict) else None
+    if not isinstance(challenge, str) or "insufficient_scope" not in challenge:
+        return None
+    found = _SCOPE.search(challenge)
+    return found.group(1).strip() or None if found else None
 
 
 def connection_authorization_code(exc: BaseException) -> int | None:

@@ -29,7 +29,7 @@ from ...protocol.models import A2C_TOOL_META, MCP_TOOL_ANNOTATION, MCPServerConf
 from ..mcp.status import ServerState, ServerStatus, ServerTool
 
 #: States whose last known tools claim their names.
-_CLAIMING = (ServerState.RUNNING, ServerState.RESTARTING, ServerState.STARTING)
+_CLAIMING = (ServerState.RUNNING, ServerState.RESTARTING, ServerState.STARTING, ServerState.NEEDS_AUTHORIZATION)
 
 
 @attrs.frozen
@@ -90,6 +90,11 @@ def build_catalog(servers: Sequence[tuple[MCPServerConfig, ServerStatus]]) -> To
             unauthorized[bundle_id] = status.authorization_code
         if status.state is ServerState.RESTARTING:
             diagnostics.append(f"MCP server {bundle_id!r} is restarting: {status.error or 'unknown reason'}")
+        if status.state is ServerState.NEEDS_AUTHORIZATION:
+            diagnostics.append(
+                f"MCP server {bundle_id!r} needs an OAuth authorization ({status.error or 'refused'}): authorize it "
+                f"on this Computer (Computer.authorize, or smcp-sync authorize {bundle_id})"
+            )
         if status.state not in _CLAIMING:
             continue
         banned = set(config.forbidden_tools)

@@ -326,7 +326,7 @@ def test_an_authorization_that_cannot_reach_the_server_raises_4007_naming_why(tm
         host.start(timeout=5)
         with pytest.raises(OAuthAuthorizationError) as failed:
             host.authorize("locked", Browser(), timeout=10)
-        assert failed.value.message == "authorization of MCP server 'locked' failed (ConnectError)"
+        assert failed.value.message == "authorization of MCP server 'locked' failed (ConnectError: All connection attempts failed)"
 
 
 def test_smcp_sync_authorize_exits_2_for_a_server_not_in_the_config_and_1_when_the_user_never_comes_back(

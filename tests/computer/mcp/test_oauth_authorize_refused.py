@@ -69,9 +69,12 @@ def test_a_wrong_client_secret_makes_authorize_exit_1_naming_the_server_and_not_
     command = Authorize(tmp_path, _config(server), {"A2C_SMCP_oauth_secret": wrong})
     code, out, err = command.finish()
     assert code == 1, err
-    assert err.endswith("\nsmcp-sync authorize: authorization of MCP server 'locked' failed (OAuthTokenError)\n")
-    # the mcp SDK's own ERROR, a traceback with the authorization server's answer, is not shown
-    assert "Traceback" not in err and "ERROR" not in err and "invalid_client" not in err
+    assert err.endswith(
+        "\nsmcp-sync authorize: authorization of MCP server 'locked' failed "
+        '(OAuthTokenError: Token exchange failed (401): {"error": "invalid_client"})\n'
+    )
+    # the authorization server's answer is in the message; the mcp SDK's own ERROR, a traceback, is not shown
+    assert "Traceback" not in err and "ERROR" not in err
     assert out == ""  # a client credentials mode shows no URL
     assert issuer.grants["client_credentials"] == grants
     assert wrong not in err and secret not in err

@@ -38,18 +38,6 @@ def issuer() -> Iterator[AuthorizationServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def protected(issuer: AuthorizationServer) -> Iterator[str]:
-    """The protected streamable MCP server's URL: its calls of `add` also need scope ``admin``."""
-    proc, url = start_http_server(
-        OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"
-    )
-    try:
-        yield url
-    finally:
-        stop(proc)
-
-
 def jwt_computer(
     url: str, issuer: AuthorizationServer, client_id: str, private_pem: str, algorithm: str, store: Path
 ) -> Computer:
@@ -252,7 +240,10 @@ def test_a_wider_scope_the_authorization_server_refuses_is_4007_for_that_call_an
         assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
         assert issuer.scopes_asked[asked:] == ["tools", "tools admin", "tools"]
     warnings = [record.getMessage() for record in caplog.records if record.name.startswith("smcp_sync") and record.levelno >= logging.WARNING]
-    assert "MCP server 'locked': its OAuth grant was refused (OAuthTokenError)" in warnings
+    assert (
+        "MCP server 'locked': its OAuth grant was refused "
+        '(OAuthTokenError: Token exchange failed (400): {"error": "invalid_scope"})'
+    ) in warnings
     said = caplog.text + refused.text + json.dumps(refused.meta)
     leaked = [value for value in (secret, *issuer.issued) if value in said and not value.startswith("client-")]
     assert leaked == []

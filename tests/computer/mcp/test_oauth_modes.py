@@ -204,7 +204,10 @@ def test_the_resource_option_is_the_resource_asked_for(
             host.start()
             with pytest.raises(OAuthAuthorizationError) as refused:  # the server names another resource
                 host.authorize("locked", Browser(), timeout=30)
-            assert refused.value.message == "authorization of MCP server 'locked' failed (OAuthFlowError)"
+            assert refused.value.message == (
+                "authorization of MCP server 'locked' failed (OAuthFlowError: "
+                "the protected resource metadata names another resource than oauth.resource)"
+            )
     finally:
         stop(proc)
     assert issuer.resources_asked == [resource, resource]  # the authorization and the token request
