@@ -91,9 +91,14 @@ def redact_text(text: str, mask: str = REDACTED) -> str:
     return _ASSIGNMENT_IN_TEXT.sub(lambda found: _assignment(found, mask), text)
 
 
+#: An exception's name before its message (``OAuthTokenError: Token exchange failed``) is
+#: no header: its message is kept.
+_EXCEPTION_NAME = re.compile(r"(Error|Exception|Warning)$")
+
+
 def _assignment(found: re.Match[str], mask: str) -> str:
     name, sep, scheme, value = found.group(1), found.group(2), found.group(3) or "", found.group(4)
-    if not looks_secret(name) or value == mask or value.startswith(mask):
+    if not looks_secret(name) or _EXCEPTION_NAME.search(name) or value == mask or value.startswith(mask):
         return found.group(0)
     return f"{name}{sep}{scheme}{_masked(value, mask)}"
 

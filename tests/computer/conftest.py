@@ -57,7 +57,7 @@ def protected(issuer: Any) -> Iterator[str]:
     """The URL of a protected streamable MCP server whose calls of `add` also need scope
     ``admin`` (tests/mcp_servers/oauth_server.py ``--step-up``), authorized by the
     requesting module's `issuer` fixture (its AuthorizationServer)."""
-    from .test_oauth import OAUTH_SERVER
+    from .mcp.test_oauth import OAUTH_SERVER
 
     proc, url = start_http_server(
         OAUTH_SERVER, "--transport", "streamable", "--issuer", issuer.url, "--step-up", "add=admin"

@@ -20,7 +20,7 @@ from smcp_sync.cli.terminal_answers import answer_on_terminal, show_authorizatio
 from smcp_sync.computer import ElicitationAnswer, FormElicitation, UrlElicitation
 
 from .helpers import stdio_config
-from .test_client_features import SERVER as FORM_SERVER
+from .mcp.test_client_features import SERVER as FORM_SERVER
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -34,6 +34,12 @@ def test_secret_looking_header_lines_are_masked_others_kept():
     )
 
 
+def test_an_exception_name_before_its_message_is_no_header():
+    reason = 'OAuthTokenError: Token exchange failed (400): {"error": "invalid_scope"}'
+    assert redact_text(reason) == reason
+    assert redact_text("X-Auth-Token: Token abc") == f"X-Auth-Token: Token {REDACTED}"
+
+
 def test_a_command_line_loses_flag_values_assignments_and_url_credentials():
     args = ["--token", "t", "--api-key=k", "--verbose", "PASSWORD=p", "https://u:p@h/?sig=s", "plain"]
     assert redact_args(args) == [

@@ -21,8 +21,8 @@ import pytest
 from smcp_sync.computer import ClientFeatures, Computer, FileTokenStore, MemoryTokenStore, ServerState, allow_all
 from smcp_sync.protocol.errors import ErrorCode
 
-from .authorization_server import AuthorizationServer
-from .helpers import FAST, http_config
+from ..authorization_server import AuthorizationServer
+from ..helpers import FAST, http_config
 from .test_oauth import OAUTH, Browser, assert_authorization_needed
 
 pytestmark = pytest.mark.timeout(60)

@@ -27,8 +27,8 @@ from smcp_sync.computer import (
 )
 from smcp_sync.protocol.errors import ErrorCode
 
-from .authorization_server import AuthorizationServer
-from .helpers import FAST, http_config, start_http_server, stop, wait_until
+from ..authorization_server import AuthorizationServer
+from ..helpers import FAST, http_config, start_http_server, stop, wait_until
 from .test_oauth import OAUTH, OAUTH_SERVER, Browser, assert_authorization_needed, protected_server
 
 pytestmark = pytest.mark.timeout(60)

@@ -30,11 +30,11 @@ from smcp_sync.computer import (
 )
 from smcp_sync.protocol.errors import ErrorCode
 
-from .helpers import FAST, stdio_config, wait_until
+from ..helpers import FAST, stdio_config, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
-SERVER = str(Path(__file__).parents[1] / "mcp_servers" / "client_features_server.py")
+SERVER = str(Path(__file__).parents[2] / "mcp_servers" / "client_features_server.py")
 TIMEOUT = 20.0
 
 

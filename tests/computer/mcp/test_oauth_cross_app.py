@@ -28,8 +28,8 @@ from smcp_sync.computer import (
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.errors import ErrorCode
 
-from .authorization_server import JWT_BEARER, AuthorizationServer
-from .helpers import FAST, http_config
+from ..authorization_server import JWT_BEARER, AuthorizationServer
+from ..helpers import FAST, http_config
 from .test_oauth_client_credentials import key_pair
 from .test_oauth_modes import SECRET_INPUT
 
