@@ -35,6 +35,7 @@ from ..connection.session import (
     ReconnectPolicy,
 )
 from ..protocol import events
+from ..protocol.conventions import DEFAULT_TOOL_TIMEOUT
 from ..protocol.errors import NotFoundError, OfficeError, SMCPError
 from ..protocol.extensions import ExtensionNotSupportedError
 from ..protocol.models import (
@@ -64,7 +65,7 @@ from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, BlobProgress, Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id
 from .resources import ResourceMethods
 from .skills import SkillMethods
-from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCallFuture, ToolCalls
+from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, ToolCallFuture, ToolCalls
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from typing import Any
 from ..connection.session import Connection
 from ..protocol import events
 from ..protocol.codec import to_wire
-from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
+from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_TOOL_TIMEOUT
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import AgentCallData, CallToolResult, ToolCallReq
 from .rehydrate import Rehydration
@@ -31,8 +31,6 @@ from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 
 logger = logging.getLogger(__name__)
 
-#: Default `timeout` of a tool call, in seconds (enforced by the Computer).
-DEFAULT_TOOL_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 #: Default number of submitted tool calls in flight at once (the rest queue).
 DEFAULT_MAX_CONCURRENT_CALLS = 32
 

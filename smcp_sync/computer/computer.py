@@ -33,7 +33,7 @@ from ..connection.credentials import AuthSource
 from ..connection.session import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
-from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
+from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
     A2CResource,
@@ -75,7 +75,7 @@ from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
 from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
-from .tools.calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
+from .tools.calls import ConfirmCallback, ToolCaller
 from .tools.catalog import ToolCatalog, build_catalog
 from .tools.history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 

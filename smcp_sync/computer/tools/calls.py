@@ -60,8 +60,6 @@ from .inflight import InFlightCalls
 
 log = logging.getLogger(__name__)
 
-#: Used by `Computer.call_tool` when no timeout is given.
-DEFAULT_TOOL_TIMEOUT = 60.0
 #: The most seconds an answer waits for the notices its server sent before it.
 SETTLE_WAIT = 5.0
 
