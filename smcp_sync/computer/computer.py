@@ -306,7 +306,7 @@ class Computer:
         also works while only one server has it). Failures are results, not exceptions:
         see `CallToolResult.error_code` (docs/ARCHITECTURE.md, Wire decisions). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
-        return self._caller.call(name, _arguments(params), timeout, req_id)
+        return self._caller.call(name, _call_arguments(params, timeout), timeout, req_id)
 
     def start_tool_call(
         self,
@@ -317,9 +317,11 @@ class Computer:
         done: Callable[[CallToolResult], None],
     ) -> None:
         """`call_tool` without waiting: `done(result)` is called when the call ends (on the
-        Computer's event loop thread: it must not block), or at once when it cannot start."""
+        Computer's event loop thread: it must not block), or at once when it cannot start.
+        The office's door (`OfficeRequests`): the socket side checked the request as it
+        came off the wire, so nothing is checked again here."""
         self._require_started()
-        self._caller.start(name, _arguments(params), timeout, req_id, done)
+        self._caller.start(name, dict(params or {}), timeout, req_id, done)
 
     def cancel_tool_call(self, req_id: str) -> bool:
         """Cancel the in-flight call `req_id` (its MCP request too); False if none was
@@ -564,6 +566,11 @@ def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:
     return from_wire(MCPServerInput, item) if isinstance(item, Mapping) else item
 
 
-def _arguments(params: Mapping[str, Any] | None) -> Any:
-    """A tool call's arguments as a dict (anything else is left for the caller to refuse)."""
-    return dict(params) if isinstance(params, Mapping) else {} if params is None else params
+def _call_arguments(params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
+    """A caller's tool call arguments as a dict, checked with its `timeout` where they
+    enter the Computer (the socket side checks an Agent's)."""
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    return dict(params or {})

@@ -154,11 +154,9 @@ class ToolCaller:
         return self._in_flight.cancel(req_id)
 
     def _prepare(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None) -> _Run | CallToolResult:
-        """The call's task, not started yet; or its result when it has no route."""
-        if not isinstance(params, dict):
-            raise TypeError(f"params must be a dict, got {type(params).__name__}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        """The call's task, not started yet; or its result when it has no route. `params`
+        and `timeout` were checked where they entered the Computer (`Computer.call_tool`,
+        the socket side)."""
         catalog = self._catalog()
         exposed = catalog.resolve(name)
         route = catalog.routes.get(exposed) if isinstance(exposed, str) else None
