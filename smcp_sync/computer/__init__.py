@@ -21,7 +21,7 @@ from .mcp.status import (
     ServerStatus,
     ServerTool,
 )
-from .tools.calls import PendingToolCall, allow_all
+from .tools.calls import NoOneConfirms, PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "InputMemory",
     "KeyringTokenStore",
     "MCPServerError",
+    "NoOneConfirms",
     "OAuthAuthorizationError",
     "OAuthTokenStore",
     "PendingToolCall",
