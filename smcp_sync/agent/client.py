@@ -276,7 +276,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     def on_rejoin_failed(self, callback: Callable[[str, SMCPError], Any]) -> None:
         """Call `callback(office_id, error)` when the Agent, reconnected after a drop,
         gives up re-joining its office (refused for good, or still refused after a minute
-        of retries: README, Scale-out); it stays connected, in no office. Runs on a
+        of retries: docs/server/scale-out.md); it stays connected, in no office. Runs on a
         Socket.IO thread: keep it short."""
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")

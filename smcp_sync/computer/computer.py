@@ -449,8 +449,8 @@ class Computer:
         timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
         redirect_uri: str | None = None,
     ) -> ServerStatus:
-        """Authorize this Computer at an MCP server with an ``oauth`` block (README, "OAuth
-        for remote MCP servers"): blocks until the user has granted it (the tokens are then
+        """Authorize this Computer at an MCP server with an ``oauth`` block
+        (docs/computer/oauth.md): blocks until the user has granted it (the tokens are then
         stored and the server reconnected, if started) or `timeout` seconds pass.
 
         `open_url(url)` shows the authorization URL to the user (default: the web browser).
