@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from smcp_sync.computer.channels import finder_index
 from smcp_sync.computer.channels.finder_index import MAX_VIEWS, FinderIndex
 from smcp_sync.computer.channels.uri_cache import UriCache
-from smcp_sync.context.finder import CatalogueEntry, catalogue_entry, organize_catalogue
+from smcp_sync.context.finder_order import CatalogueEntry, catalogue_entry, organize_catalogue
 from smcp_sync.protocol.models import DPEDocumentSummary
 
 pytestmark = pytest.mark.timeout(120)

@@ -28,7 +28,7 @@ import itertools
 import threading
 from typing import Any, Iterable, Mapping, Reversible, Sequence
 
-from ...context.finder import TEXT_SEPARATOR, CatalogueEntry, CatalogueFilter, catalogue_filter
+from ...context.finder_order import TEXT_SEPARATOR, CatalogueEntry, CatalogueFilter, catalogue_filter
 from ...context.server_order import CallRecord, order_servers
 from ...protocol.models import DEFAULT_FINDER_LIMIT, DPEDocumentSummary
 from .uri_cache import CacheWatcher
