@@ -1,7 +1,7 @@
 """The Computer role: hosts MCP servers (stdio, SSE, streamable HTTP) and serves their
 tools, Desktop windows and Finder documents to an office, or locally without any Server."""
 
-from .channels.finder import FinderPage
+from .channels.finder_catalogue import FinderPage
 from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory

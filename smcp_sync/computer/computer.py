@@ -52,7 +52,7 @@ from ..protocol.models import (
 )
 from ..threads.serial import Batches, SerialThread
 from .channels.desktop import DesktopWindows
-from .channels.finder import FinderCatalogue, FinderPage
+from .channels.finder_catalogue import FinderCatalogue, FinderPage
 from .channels.reads import ResourceRequests
 from .channels.skill_files import SkillResource
 from .channels.skill_watch import SkillFolderWatch
