@@ -17,7 +17,7 @@ With `prefetch_desktop=True` (`prefetch_finder=True`) the
 Agent also re-fetches a Computer's desktop (its first catalogue page, unfiltered) when
 it enters or reports `update_desktop` (`update_finder`), into `desktop_cache`
 (`finder_cache`). Resource reads and the Finder navigation helpers live in `resources`
-and `finder`.
+and `finder_navigation`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from ..protocol.models import (
 from ..threads.serial import SerialThread
 from .blobs import BlobMethods
 from .cache import ComputerCache
-from .finder import FinderMethods
+from .finder_navigation import FinderMethods
 from .notifications import Notifications
 from .refresher import Refresher
 from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, BlobProgress, Rehydration
