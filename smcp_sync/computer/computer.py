@@ -101,7 +101,8 @@ class Computer:
     come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
     placeholders get their values; `confirm`: asked before each call of a tool whose
     `auto_apply` is not true (None: such calls are refused with 4005, as `NoOneConfirms`
-    does, whose message says how to allow them; `allow_all` approves every call); `update_debounce`: seconds
+    does, whose message says how to allow them; `allow_all` approves every call);
+    `update_debounce`: seconds
     of quiet before a Desktop / Finder / Skills change is announced (a burst is one
     announcement). Skills (`skills`): `user_skills` is a folder of the user's SKILL
     packages (``<folder>/<skill>/SKILL.md``; None: none), `skill_home` where packages MCP
