@@ -17,7 +17,7 @@ With `prefetch_desktop=True` (`prefetch_finder=True`) the
 Agent also re-fetches a Computer's desktop (its first catalogue page, unfiltered) when
 it enters or reports `update_desktop` (`update_finder`), into `desktop_cache`
 (`finder_cache`). Resource reads and the Finder navigation helpers live in `resources`
-and `finder`.
+and `finder_navigation`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ..connection.session import (
     ReconnectPolicy,
 )
 from ..protocol import events
+from ..protocol.conventions import DEFAULT_TOOL_TIMEOUT
 from ..protocol.errors import NotFoundError, OfficeError, SMCPError
 from ..protocol.extensions import ExtensionNotSupportedError
 from ..protocol.models import (
@@ -58,14 +59,14 @@ from ..protocol.redaction import redact_url
 from ..threads.serial import SerialThread
 from .blobs import BlobMethods
 from .cache import ComputerCache
-from .finder import FinderMethods
+from .finder_navigation import FinderMethods
 from .notifications import Notifications
 from .refresher import Refresher
 from .rehydrate import DEFAULT_REHYDRATE_MAX_BYTES, BlobProgress, Rehydration
 from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_req_id
 from .resources import ResourceMethods
 from .skills import SkillMethods
-from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, DEFAULT_TOOL_TIMEOUT, ToolCallFuture, ToolCalls
+from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, ToolCallFuture, ToolCalls
 
 logger = logging.getLogger(__name__)
 
@@ -279,7 +280,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     def on_rejoin_failed(self, callback: Callable[[str, SMCPError], Any]) -> None:
         """Call `callback(office_id, error)` when the Agent, reconnected after a drop,
         gives up re-joining its office (refused for good, or still refused after a minute
-        of retries: README, Scale-out); it stays connected, in no office. Runs on a
+        of retries: docs/server/scale-out.md); it stays connected, in no office. Runs on a
         Socket.IO thread: keep it short."""
         if not callable(callback):
             raise TypeError(f"callback must be callable, not {type(callback).__name__}")

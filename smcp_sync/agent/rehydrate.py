@@ -1,10 +1,10 @@
 """Blob-backed tool-result items and skill files, filled in at the Agent by itself.
 
 Why: a Computer answers a binary content item over its inline budget (32 KiB) with empty
-bytes and a blob handle in its `_meta` (README, "Blobs"), and a large text file of a
+bytes and a blob handle in its `_meta` (docs/computer/blobs.md), and a large text file of a
 skill with a `blob_handle` instead of a `body`; a2c-smcp 0.4.2's Agent fetches them
 before returning, so code written for it reads `data` / `body` directly. Ours does too,
-by default (README, "Blobs that arrive by themselves"):
+by default (docs/computer/blobs.md, *Blobs that arrive by themselves*):
 
 * each blob-backed item of a tool result gets its bytes back, base64 in `data` (image,
   audio) or `resource.blob` (embedded blob resource), its `a2c_blob_handle`,

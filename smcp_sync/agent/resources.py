@@ -1,7 +1,7 @@
 """Reading a Computer's MCP resources: the extension events of docs/ARCHITECTURE.md, Wire decisions.
 
 `client:read_resource`, `client:get_resources` and `client:complete` reach the MCP
-servers a Computer hosts. The Finder helpers (`finder`) are built on `read_resource_contents`.
+servers a Computer hosts. The Finder helpers (`finder_navigation`) are built on `read_resource_contents`.
 
 URIs are checked before anything is sent: a `dpe://` URI that breaks a rule of
 spec/finder.md raises `InvalidURIError` (4204) naming the rule, a bad `window://` URI a

@@ -34,7 +34,7 @@ from typing import Any
 from ..connection.session import DEFAULT_EMIT_TIMEOUT, Connection
 from ..protocol import events
 from ..protocol.codec import to_wire
-from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
+from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_TOOL_TIMEOUT
 from ..protocol.errors import SMCPError, SMCPTimeoutError
 from ..protocol.models import AgentCallData, CallToolResult, ToolCallReq
 from ..threads.forks import after_fork_in_child
@@ -43,8 +43,6 @@ from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, ask, new_req_id
 
 logger = logging.getLogger(__name__)
 
-#: Default `timeout` of a tool call, in seconds (enforced by the Computer).
-DEFAULT_TOOL_TIMEOUT = DEFAULT_REQUEST_TIMEOUT
 #: Default number of submitted tool calls in flight at once (the rest queue).
 DEFAULT_MAX_CONCURRENT_CALLS = 32
 #: Seconds the cancel of an interrupted call (or of every call, on close) may wait for

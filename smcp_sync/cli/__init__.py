@@ -105,8 +105,8 @@ def _discard_stdout() -> None:
 class _WithoutOAuthFlowTracebacks(logging.Filter):
     """Drops the mcp SDK's ``OAuth flow error``: an ERROR with a traceback and the
     authorization server's answer for each refused grant, which smcp_sync reports itself
-    in one line naming the server and the exception type (README, "OAuth for remote MCP
-    servers"). Shown at --log-level DEBUG."""
+    in one line naming the server and the exception type (docs/computer/oauth.md). Shown
+    at --log-level DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.getMessage() != "OAuth flow error"

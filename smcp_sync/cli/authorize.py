@@ -1,5 +1,5 @@
 """`smcp-sync authorize`: authorize this machine at an OAuth-protected MCP server from a
-terminal (README, "OAuth for remote MCP servers").
+terminal (docs/computer/oauth.md, *From a terminal*).
 
     smcp-sync authorize SERVER --config FILE [--inputs FILE] [--input ID=VALUE ...]
                         [--timeout SECONDS] [--no-browser] [--scope SCOPE ...] [--forget]

@@ -15,7 +15,7 @@ in $XDG_STATE_HOME/a2c/input-values.json; --forget-inputs neither reads nor keep
 otherwise its default is used, or the command fails.
 MCP servers that fail to start are retried in the background; the rest serve at once.
 Nobody is there to confirm a tool call: a tool without `auto_apply: true` in its config
-is refused (4005) unless --allow-all-tools is given. An MCP server asking the user to
+is refused (4005) unless --allow-all-tools is given (the refusal the Agent gets says so). An MCP server asking the user to
 fill in a form (elicitation) is answered on the terminal when there is one (each field
 asked in turn, Enter keeps its default, Ctrl-D cancels), and a server asking for a
 wider OAuth scope during a call has its authorization URL shown there; without one the
@@ -42,6 +42,9 @@ from .waiting import terminal, waiting
 
 if TYPE_CHECKING:
     from ..computer import ClientFeatures, Computer, ServerStatus
+
+#: How an Agent refused a tool (4005) learns to allow it: nobody at this command confirms.
+NO_ONE_CONFIRMS = "start it with --allow-all-tools or set auto_apply: true for the tool in its --config"
 
 # The Computer's modules are imported where they are used: they load the MCP SDK (~1 s),
 # which `smcp-sync agent` / `server` / `--help` do not need.
@@ -122,7 +125,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
     """The Computer of --config / --inputs / --input (with `only`, of that server alone).
     A configuration error names the file and, for a server config, the server; the
     field is in the codec's message."""
-    from ..computer import Computer, InputMemory, allow_all
+    from ..computer import Computer, InputMemory, NoOneConfirms, allow_all
     from ..computer.config.files import ConfigError, load_config, load_inputs, server_bundle_id
 
     values = dict(_assignment(text) for text in args.input)
@@ -140,7 +143,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
         landing_folder=args.landing_folder,
         user_skills=args.user_skills,
         skill_home=args.skill_home,
-        confirm=allow_all if args.allow_all_tools else None,
+        confirm=allow_all if args.allow_all_tools else NoOneConfirms(NO_ONE_CONFIRMS),
         client_features=_terminal_features() if sys.stdin.isatty() else None,
     )
     for index, server in enumerate(servers):

@@ -94,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help=f"seconds to wait for a Computer's answer, tool calls excepted (default: {DEFAULT_REQUEST_TIMEOUT:g})",
     )
-    limits = parser.add_argument_group("bounds on what one client may hold (README, Security)")
+    limits = parser.add_argument_group("bounds on what one client may hold (docs/server/security.md)")
     limits.add_argument(
         "--handshake-timeout",
         type=positive_seconds,

@@ -2,7 +2,7 @@
 tools, Desktop windows and Finder documents to an office, or locally without any Server."""
 
 from ..protocol.redaction import REDACTED
-from .channels.finder import FinderPage
+from .channels.finder_catalogue import FinderPage
 from .computer import Computer
 from .config.files import ComputerConfig, ConfigError, load_config, load_inputs
 from .config.input_sources import InputMemory
@@ -30,7 +30,7 @@ from .mcp.status import (
     ServerStatus,
     ServerTool,
 )
-from .tools.calls import PendingToolCall, allow_all
+from .tools.calls import NoOneConfirms, PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "KeyringTokenStore",
     "MCPServerError",
     "MemoryTokenStore",
+    "NoOneConfirms",
     "OAuthAuthorizationError",
     "OAuthTokenStore",
     "PendingToolCall",

@@ -41,7 +41,7 @@ from ..connection.credentials import AuthSource
 from ..connection.session import ReconnectPolicy
 from ..protocol import events
 from ..protocol.codec import from_wire
-from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
+from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
     A2CResource,
@@ -62,7 +62,7 @@ from ..threads.forks import after_fork_in_child, parent_pid
 from ..threads.gevent_order import require_same_threading, stdlib_patched
 from ..threads.serial import Batches, SerialThread
 from .channels.desktop import DesktopWindows
-from .channels.finder import FinderCatalogue, FinderPage
+from .channels.finder_catalogue import FinderCatalogue, FinderPage
 from .channels.reads import ResourceRequests
 from .channels.skill_files import SkillResource
 from .channels.skill_watch import SkillFolderWatch
@@ -86,7 +86,7 @@ from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
 from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
-from .tools.calls import DEFAULT_TOOL_TIMEOUT, ConfirmCallback, ToolCaller
+from .tools.calls import ConfirmCallback, ToolCaller
 from .tools.catalog import ToolCatalog, build_catalog
 from .tools.history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
 
@@ -111,8 +111,9 @@ class Computer:
     `config`: a config file path or parsed document (see `config.files`), whose servers
     come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
     placeholders get their values; `confirm`: asked before each call of a tool whose
-    `auto_apply` is not true (None: such calls are refused with 4005; `allow_all`
-    approves every call); `update_debounce`: seconds
+    `auto_apply` is not true (None: such calls are refused with 4005, as `NoOneConfirms`
+    does, whose message says how to allow them; `allow_all` approves every call);
+    `update_debounce`: seconds
     of quiet before a Desktop / Finder / Skills change is announced (a burst is one
     announcement). Skills (`skills`): `user_skills` is a folder of the user's SKILL
     packages (``<folder>/<skill>/SKILL.md``; None: none), `skill_home` where packages MCP
@@ -335,7 +336,7 @@ class Computer:
         also works while only one server has it). Failures are results, not exceptions:
         see `CallToolResult.error_code` (docs/ARCHITECTURE.md, Wire decisions). `req_id` lets `cancel_tool_call` find it."""
         self._require_started()
-        return self._caller.call(name, _arguments(params), timeout, req_id)
+        return self._caller.call(name, _call_arguments(params, timeout), timeout, req_id)
 
     def start_tool_call(
         self,
@@ -346,9 +347,11 @@ class Computer:
         done: Callable[[CallToolResult], None],
     ) -> None:
         """`call_tool` without waiting: `done(result)` is called when the call ends (on the
-        Computer's event loop thread: it must not block), or at once when it cannot start."""
+        Computer's event loop thread: it must not block), or at once when it cannot start.
+        The office's door (`OfficeRequests`): the socket side checked the request as it
+        came off the wire, so nothing is checked again here."""
         self._require_started()
-        self._caller.start(name, _arguments(params), timeout, req_id, done)
+        self._caller.start(name, dict(params or {}), timeout, req_id, done)
 
     def cancel_tool_call(self, req_id: str) -> bool:
         """Cancel the in-flight call `req_id` (its MCP request too); False if none was
@@ -482,8 +485,8 @@ class Computer:
         redirect_uri: str | None = None,
         scopes: Sequence[str] | None = None,
     ) -> ServerStatus:
-        """Authorize this Computer at an MCP server with an ``oauth`` block (README, "OAuth
-        for remote MCP servers"): blocks until the user has granted it (the tokens are then
+        """Authorize this Computer at an MCP server with an ``oauth`` block
+        (docs/computer/oauth.md): blocks until the user has granted it (the tokens are then
         stored and the server reconnected, if started) or `timeout` seconds pass.
 
         `open_url(url)` shows the authorization URL to the user (default: the web browser).
@@ -643,6 +646,11 @@ def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:
     return from_wire(MCPServerInput, item) if isinstance(item, Mapping) else item
 
 
-def _arguments(params: Mapping[str, Any] | None) -> Any:
-    """A tool call's arguments as a dict (anything else is left for the caller to refuse)."""
-    return dict(params) if isinstance(params, Mapping) else {} if params is None else params
+def _call_arguments(params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
+    """A caller's tool call arguments as a dict, checked with its `timeout` where they
+    enter the Computer (the socket side checks an Agent's)."""
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"params must be a dict, got {type(params).__name__}")
+    if not timeout > 0:
+        raise ValueError(f"timeout must be positive, got {timeout!r}")
+    return dict(params or {})

@@ -22,7 +22,7 @@ from ..protocol.models import (
     ResourceContents,
     SMCPTool,
 )
-from .channels.finder import FinderPage
+from .channels.finder_catalogue import FinderPage
 from .channels.skill_files import SkillResource
 
 

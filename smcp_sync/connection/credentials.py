@@ -2,7 +2,8 @@
 connect and reconnect.
 
 Why a callable: a token that rotates or expires while the client runs would be refused
-on every reconnect if the dict were copied once (README, "Credentials that change").
+on every reconnect if the dict were copied once (docs/wire/handshake-and-auth.md,
+*Credentials that change*).
 python-socketio calls it when the websocket is open, before it sends the namespace
 CONNECT; a callable that fails there must neither kill that thread nor leave the connect
 waiting for a CONNECT that never goes out, so its failure sends no credentials (a Server

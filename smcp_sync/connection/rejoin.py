@@ -2,7 +2,7 @@
 
 A refused re-join is often only early: after a Server process dies its clients reconnect
 to another within a second, while their old sessions still hold their places until the
-dead process's heartbeat expires (README, Scale-out: about 6 s), and a Server whose
+dead process's heartbeat expires (docs/server/scale-out.md: about 6 s), and a Server whose
 Redis is recovering answers 500 until it has written its members back. So refusals that
 end by themselves are retried with a growing pause, for up to a minute (as the Rust SDK
 does for its office refusals); any other refusal is final at once.

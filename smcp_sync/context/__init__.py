@@ -8,7 +8,7 @@ rendering to Markdown / plain text (the Agent renders JSON answers with it).
 
 from .desktop import Window, organize_desktop
 from .dpe_render import render_markdown, render_text
-from .finder import organize_finder
+from .finder_order import organize_finder
 from .server_order import CallRecord, order_servers
 
 __all__ = [

@@ -70,7 +70,8 @@ class DemoStage:
         server = SMCPServer()
         self.url = server.start("127.0.0.1", self.settings.port)
         self._closing.callback(server.stop)
-        # the bundled tools only read and compute: every call is approved (see README, Security)
+        # the bundled tools only read and compute: every call is approved
+        # (docs/computer/index.md, *What a Computer runs unasked*)
         computer = Computer(self.computer_name, bundled_servers(self.documents), confirm=allow_all)
         self._closing.callback(computer.close)
         computer.start(timeout)

@@ -17,6 +17,9 @@ SERVER_TIMEOUT_BUFFER = 2.0
 AGENT_TIMEOUT_BUFFER = 4.0
 #: Default forward timeout for every routed request other than `client:tool_call`.
 DEFAULT_REQUEST_TIMEOUT = 30.0
+#: Default `timeout` of a tool call, in seconds, for the Agent that asks and the Computer
+#: that runs it alike: what the official a2c-smcp 0.4.2 Agent waits for a call.
+DEFAULT_TOOL_TIMEOUT = 60.0
 
 _CODE_PREFIX = re.compile(r"^\[(\d{3,4})\] ?")
 

@@ -30,7 +30,7 @@ import attrs
 
 from . import _uri_syntax as syntax
 from .errors import InvalidURIError
-from .models.finder import ELEMENT_CATEGORIES, MAX_FINDER_LIMIT
+from .models.dpe_documents import ELEMENT_CATEGORIES, MAX_FINDER_LIMIT
 
 SCHEME = "dpe"
 FORMATS = ("json", "markdown", "text")

@@ -5,7 +5,7 @@ checks it at the HTTP layer, before Socket.IO, and refuses an incompatible one w
 400 and the flat 4008 body. This module is the only place that knows our version and the
 compatibility rule; the Server's middleware and the clients' connect both ask it.
 
-Decisions where the spec is silent (README, wire section):
+Decisions where the spec is silent (docs/wire/handshake-and-auth.md, *Version handshake*):
 
 * A version may carry a pre-release suffix (``0.4.0-dev``, the spec's own marker of an
   unreleased version); it is ignored for compatibility.

@@ -77,11 +77,11 @@ class SMCPServer:
     SDKs) are accepted unless `require_client_version` is set. `registry` replaces the
     in-memory office registry; `redis_url` shares offices, emits and acks with every Server
     process given the same URL and `redis_prefix`, which names the deployment in that Redis
-    (default ``smcp:<database>:``; README, Scale-out). Other keyword arguments go to `socketio.Server`
+    (default ``smcp:<database>:``; docs/server/scale-out.md). Other keyword arguments go to `socketio.Server`
     (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); `async_handlers` is
     fixed, and `async_mode` is "threading" (the default) or "gevent" (`ASYNC_MODES`).
 
-    What one client may hold is bounded (README, Security): `handshake_timeout` to
+    What one client may hold is bounded (docs/server/security.md): `handshake_timeout` to
     authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
     `serve()`), `max_connections_per_ip` (None: no cap), `max_send_backlog` bytes
     waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
@@ -134,7 +134,7 @@ class SMCPServer:
         elif redis_prefix is not None:
             raise ValueError("redis_prefix names a deployment in Redis: give redis_url too")
         options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
-        #: Bounds on what one client may hold (README, Security); the HTTP ones apply to
+        #: Bounds on what one client may hold (docs/server/security.md); the HTTP ones apply to
         #: `start()` and `serve()`, the others to every way of running.
         self.limits = ServerLimits(
             handshake_timeout=handshake_timeout,
@@ -294,7 +294,7 @@ class SMCPServer:
         `threads` of them. `mode="gevent"` (the `gevent` extra): gunicorn's gevent
         worker, at most `connections` open connections, each a few greenlets; the worker
         builds this Server anew from the same arguments after gevent has patched the
-        standard library (README, Deployment). See `gunicorn_runner` for why gunicorn."""
+        standard library (docs/server/deployment.md). See `gunicorn_runner` for why gunicorn."""
         if mode not in SERVE_MODES:
             raise ValueError(f"mode must be one of {', '.join(SERVE_MODES)}, got {mode!r}")
         if mode == "threads" and self.sio.async_mode != "threading":

@@ -15,7 +15,7 @@ Why bounded: a client (or a hung Redis behind every handler) could otherwise mak
 start a thread per message, hundreds of them. At most `max_workers` threads run; past
 that a job waits in a FIFO queue of at most `max_queued` (a worker that finishes takes
 the oldest before parking), and past that `submit` refuses it: it returns False and the
-caller answers with a coded refusal (README, Deployment: *What scales how*). Jobs never
+caller answers with a coded refusal (docs/server/deployment.md, *What scales how*). Jobs never
 block the submitter: the submitter is a socket's reader thread.
 """
 

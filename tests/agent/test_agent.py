@@ -13,6 +13,7 @@ from smcp_sync.connection.session import NotConnectedError
 
 from smcp_sync.agent import Agent
 from smcp_sync.protocol import events
+from smcp_sync.protocol.conventions import DEFAULT_TOOL_TIMEOUT
 from smcp_sync.protocol.errors import InternalError, NotFoundError, OfficeError, SMCPTimeoutError
 from smcp_sync.protocol.models import (
     CallToolResult,
@@ -244,6 +245,14 @@ def test_call_tool_results_success_tool_error_and_unknown_tool(agent, computer):
 
     [request] = [p for e, p in computer.received if e == events.TOOL_CALL and p["tool_name"] == "echo"]
     assert request == {"agent": "a1", "req_id": request["req_id"], "computer": "c1", "tool_name": "echo", "params": {"a": [1, "b"]}, "timeout": 5}
+
+
+@pytest.mark.timeout(30)
+def test_a_call_without_a_timeout_asks_the_computer_for_the_default(agent, computer):
+    agent.call_tool("c1", "echo", {"n": 1})
+    agent.submit_tool_call("c1", "echo", {"n": 2}).result(timeout=10)
+    asked = [p["timeout"] for e, p in computer.received if e == events.TOOL_CALL]
+    assert asked == [DEFAULT_TOOL_TIMEOUT, DEFAULT_TOOL_TIMEOUT] and DEFAULT_TOOL_TIMEOUT == 60.0
 
 
 @pytest.mark.timeout(30)

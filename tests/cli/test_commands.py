@@ -347,7 +347,8 @@ def test_computer_json_prints_what_joined_and_sigterm_ends_it(server: str, tmp_p
 def test_computer_runs_tools_without_auto_apply_only_with_allow_all_tools(
     server: str, tmp_path: Path, allowed: bool
 ) -> None:
-    """Nobody is there to confirm a call: refused (4005) unless --allow-all-tools."""
+    """Nobody is there to confirm a call: refused (4005) unless --allow-all-tools, and the
+    refusal the Agent gets names the flag."""
     config = tmp_path / "tools.json"
     tools_server = {"command": sys.executable, "args": ["-m", "smcp_sync.demo.servers.tools_server"]}
     config.write_text(json.dumps([{"name": "tools", "type": "stdio", "server_parameters": tools_server}]))
@@ -369,4 +370,8 @@ def test_computer_runs_tools_without_auto_apply_only_with_allow_all_tools(
     if allowed:
         assert (result.is_error, result.text) == (False, "42")
     else:
-        assert (result.is_error, result.error_code) == (True, 4005) and "no confirm callback" in result.text
+        assert (result.is_error, result.error_code) == (True, 4005)
+        assert result.text == (
+            "tool 'tools__calculate' refused (4005): no one confirms tool calls on this Computer;"
+            " start it with --allow-all-tools or set auto_apply: true for the tool in its --config"
+        )

@@ -94,7 +94,7 @@ def test_their_agent_calls_our_tools_and_cancels(official_peer: OfficialPeer, th
     assert fail["isError"] is True and fail["content"][0]["text"] == "boom"
     assert unknown["isError"] is True
     # Their Agent waits exactly the request's timeout, as long as our Computer: its own wait
-    # ends first, with an error result of its making (docs/wire/compatibility.md, interop matrix note 9).
+    # ends first, with an error result of its making (docs/wire/compatibility.md, *Interop matrix*, note 9).
     assert timed_out is None and main[-1]["result"]["isError"] is True
     cancelled = next(c for c in by_op(results, "tool_call") if c["index"] == "long.0")["raw"]
     assert cancelled["isError"] is True and _meta(cancelled)["a2c_cancelled"] is True

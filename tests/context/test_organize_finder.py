@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from smcp_sync.context import CallRecord, organize_finder
-from smcp_sync.context.finder import catalogue_entry, organize_catalogue
+from smcp_sync.context.finder_order import catalogue_entry, organize_catalogue
 from smcp_sync.protocol.errors import BadRequestError, InvalidURIError
 from smcp_sync.protocol.models import DPEDocumentSummary
 
@@ -143,7 +143,7 @@ def test_documents_whose_uri_is_not_a_document_dpe_uri_are_skipped(caplog):
         doc("page", uri="dpe://docs/p/pages/0"),
         doc("query", uri="dpe://docs/q?format=json"),
     ]
-    with caplog.at_level(logging.WARNING, logger="smcp_sync.context.finder"):
+    with caplog.at_level(logging.WARNING, logger="smcp_sync.context.finder_order"):
         assert organize(docs) == (["ok", "query"], 2)
     assert "rule 7: limit" in caplog.text and "not a document" in caplog.text
 

@@ -93,3 +93,84 @@ def test_the_benchmark_findings_and_runs_cited_are_in_benchmarks_readme() -> Non
             wanted = f"{name}. " if kind == "Findings" else f"Run {name} "
             assert any(heading.startswith(wanted) for heading in headings), citation
     assert "<!-- --8<-- [start:findings]" in benchmarks.split("## Findings", 1)[1][:200]
+
+
+#: Where the docs are cited: the package, the tests (but this file's examples of citations
+#: that lead nowhere), the benchmarks' and examples' code, the build files, README and the
+#: pages themselves.
+CITING = [
+    *(REPO / "smcp_sync").rglob("*.py"),
+    *(path for path in (REPO / "tests").rglob("*.py") if path != Path(__file__).resolve()),
+    *(REPO / "tests").rglob("*.md"),
+    *(REPO / "benchmarks").rglob("*.py"),
+    *(REPO / "examples").rglob("*.py"),
+    REPO / "setup.cfg",
+    REPO / "tox.ini",
+    REPO / "README.md",
+    *(REPO / "docs").rglob("*.md"),
+]
+#: A part of a page, named after its citation: in *stars*, in "quotes", or a phrase that
+#: starts with a capital ("docs/ARCHITECTURE.md, Wire decisions: ...").
+_PART = r'(?:\*([^*]+)\*|"([^"]+)"|([A-Z][\w-]*(?: [a-z][\w-]*)*))'
+#: A page by its path (not a path written as a string: ``"docs/guide.md": ...``), and
+#: after a comma maybe a part of it.
+DOCS_CITATION = re.compile(r"(?<![\w/.-])(docs/[\w/.-]+\.md)(?![\w\"'])(?:,\s+" + _PART + ")?")
+#: A section of README.md, as the code cited them before the pages existed.
+README_CITATION = re.compile(r"(?<![\w/.-])README(?:\.md)?,?\s+" + _PART)
+
+
+def parts_of(page: Path) -> set[str]:
+    """What a citation may name in `page`: its headings and its bold terms."""
+    text = page.read_text(encoding="utf-8")
+    headings = re.findall(r"^#+ (.+)$", text, re.MULTILINE)
+    return {" ".join(part.replace("`", "").split()) for part in [*headings, *re.findall(r"\*\*(.+?)\*\*", text)]}
+
+
+def names_a_part(page: Path, cited: str) -> bool:
+    """`cited` is a heading or bold term of `page`, or the start of a heading (a page's
+    title: "Scale-out" for "Scale-out: several Server processes behind one Redis")."""
+    cited = " ".join(cited.split())
+    return any(part == cited or re.match(re.escape(cited) + r"\b[:( ]", part) for part in parts_of(page))
+
+
+def unresolved_citations(text: str) -> list[str]:
+    """The citations in `text` that lead nowhere: a page of docs/ that does not exist or
+    has no such part, a README section that is not a heading of README.md."""
+    unresolved = []
+    for match in DOCS_CITATION.finditer(text):
+        page, part = REPO / match[1], next((group for group in match.groups()[1:] if group), None)
+        if not page.is_file() or (part is not None and not names_a_part(page, part)):
+            unresolved.append(match[0])
+    for match in README_CITATION.finditer(text):
+        if not names_a_part(REPO / "README.md", next(group for group in match.groups() if group)):
+            unresolved.append(match[0])
+    return unresolved
+
+
+def test_every_citation_of_a_docs_page_or_readme_section_resolves() -> None:
+    """Comments and docstrings cite the pages of docs/ by path, and a part of one by its
+    heading or bold term; a page renamed, or a heading reworded, fails here."""
+    cited = {source: DOCS_CITATION.findall(source.read_text(encoding="utf-8")) for source in CITING}
+    assert sum(map(len, cited.values())) > 60
+    unresolved = {str(s.relative_to(REPO)): unresolved_citations(s.read_text(encoding="utf-8")) for s in CITING}
+    assert {source: found for source, found in unresolved.items() if found} == {}
+
+
+@pytest.mark.parametrize(
+    "text, leads_nowhere",
+    [
+        ("(docs/server/scale-out.md, *Costs*)", False),
+        ("(docs/ARCHITECTURE.md, Wire decisions: the rule)", False),
+        ("(docs/computer/oauth.md, \"From a terminal\")", False),
+        ("(docs/server/scale-out.md)", False),
+        ("(README, Documentation)", False),
+        ("(docs/server/nowhere.md)", True),
+        ("(docs/server/scale-out.md, *Nowhere*)", True),
+        ("(docs/ARCHITECTURE.md, Wire rules)", True),
+        ("(README, Security)", True),
+        ("(README, \"OAuth for remote MCP servers\")", True),
+        ("README Scale-out", True),
+    ],
+)
+def test_a_citation_leads_somewhere_or_is_reported(text: str, leads_nowhere: bool) -> None:
+    assert bool(unresolved_citations(text)) is leads_nowhere

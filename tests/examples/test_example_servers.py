@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.context.dpe_render import render_markdown, render_text
-from smcp_sync.protocol.models.finder import ELEMENT_CATEGORIES, DPEElementDetail
+from smcp_sync.protocol.models.dpe_documents import ELEMENT_CATEGORIES, DPEElementDetail
 from smcp_sync.protocol.window_uri import parse_window_uri
 
 pytestmark = pytest.mark.usefixtures("no_leaks")

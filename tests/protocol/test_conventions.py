@@ -3,12 +3,19 @@ two-value ack of a refused join/leave (readable by other SDKs, typed for ours)."
 
 from __future__ import annotations
 
+import inspect
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from smcp_sync.agent import Agent
+from smcp_sync.computer import Computer
 from smcp_sync.protocol.conventions import (
     AGENT_TIMEOUT_BUFFER,
+    DEFAULT_TOOL_TIMEOUT,
     SERVER_TIMEOUT_BUFFER,
     error_from_ack,
     join_refusal,
@@ -17,10 +24,25 @@ from smcp_sync.protocol.errors import ErrorCode, ForbiddenError, NotFoundError, 
 
 pytestmark = pytest.mark.timeout(30)
 
+WIRE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "wire" / "index.md"
+
 
 def test_the_agent_waits_longer_than_the_server():
     """So a Server-side timeout answer reaches the Agent before the Agent gives up."""
     assert 0 < SERVER_TIMEOUT_BUFFER < AGENT_TIMEOUT_BUFFER
+
+
+@pytest.mark.parametrize("method", [Agent.call_tool, Agent.submit_tool_call, Computer.call_tool])
+def test_a_tool_call_without_a_timeout_has_one_default_in_both_roles(method):
+    """The Agent asks for the time the Computer would give itself: the official 0.4.2
+    Agent's 60 s (it once asked 30 s of a Computer that defaulted to 60 s)."""
+    assert inspect.signature(method).parameters["timeout"].default == DEFAULT_TOOL_TIMEOUT == 60.0
+
+
+def test_the_wire_page_states_the_default_tool_timeout():
+    text = " ".join(WIRE_PAGE.read_text(encoding="utf-8").split())
+    stated = re.search(r"has (\d+) s \(`protocol\.conventions\.DEFAULT_TOOL_TIMEOUT`", text)
+    assert stated is not None and float(stated.group(1)) == DEFAULT_TOOL_TIMEOUT
 
 
 def test_a_refusal_is_the_spec_two_value_ack_with_a_code_prefix():

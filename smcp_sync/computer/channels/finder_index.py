@@ -28,7 +28,7 @@ import itertools
 import threading
 from typing import Any, Iterable, Mapping, Reversible, Sequence
 
-from ...context.finder import TEXT_SEPARATOR, CatalogueEntry, CatalogueFilter, catalogue_filter, check_page
+from ...context.finder_order import TEXT_SEPARATOR, CatalogueEntry, CatalogueFilter, catalogue_filter
 from ...context.server_order import CallRecord, order_servers
 from ...protocol.models import DEFAULT_FINDER_LIMIT, DPEDocumentSummary
 from .uri_cache import CacheWatcher
@@ -210,8 +210,8 @@ class FinderIndex(CacheWatcher):
         read_now: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> tuple[list[DPEDocumentSummary], int]:
         """`organize_catalogue` over the entries of `servers` (and those `read_now` for a
-        query: ``{server: {uri: value}}``, cached ones winning; stale ones losing)."""
-        check_page(offset, limit)
+        query: ``{server: {uri: value}}``, cached ones winning; stale ones losing). Its
+        paging was checked where the query entered (`FinderCatalogue.page`)."""
         wanted = catalogue_filter(keywords, file_type)
         views: dict[str, list[_Key]] = {}
         with self._lock:

@@ -1,6 +1,6 @@
-"""Resource requests an Agent makes through the Computer (docs/ARCHITECTURE.md, Wire decisions extension events):
-`client:read_resource`, `client:get_resources` and `client:complete`. Servers are named
-by their bundle_id.
+"""Resource requests an Agent makes through the Computer (docs/wire/index.md, *smcp_sync
+extensions*): `client:read_resource`, `client:get_resources` and `client:complete`.
+Servers are named by their bundle_id.
 
 Routing: a `dpe://` or `window://` URI (or resource template) goes to the MCP server that
 lists URIs on its host — the first in the configuration when several do. `mcp_server`

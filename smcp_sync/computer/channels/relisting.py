@@ -4,7 +4,8 @@ listing the server again, retried with backoff until it succeeds or the server g
 Why a lane per server: a listing is a blocking MCP request (all pages of
 `resources/list`), and a slow or stuck server must not hold up another's notices — nor
 the Computer's event thread, which also serves tool-list refreshes and the
-invalidations that make README's read-your-writes promise for the Finder true. Why
+invalidations that make the Finder's read-your-writes promise true
+(docs/computer/index.md, *The Desktop and Finder catalogue*). Why
 retries: a notice is the only word that the URIs changed, so a listing that fails once
 would otherwise leave the channels wrong until the next notice (issue: a new document
 missing 15 s later). Requests for one server coalesce: a listing asked for while one is

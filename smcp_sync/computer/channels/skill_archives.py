@@ -2,7 +2,7 @@
 downloaded, checked against ``_meta.archive_sha256`` when declared, and unpacked into
 memory as (path parts, bytes) for the stager to write.
 
-Bounded at each step (README, Skills: every blocking call has a timeout): http(s) only,
+Bounded at each step (docs/computer/skills.md: every blocking call has a timeout): http(s) only,
 the whole download (redirects included) within one deadline — each socket read waits
 at most what is left of it — and `MAX_ARCHIVE_BYTES`; unpacked, a package has at most
 `MAX_PACKAGE_FILES` entries and `MAX_PACKAGE_BYTES` bytes, counted by a `PackageBudget`

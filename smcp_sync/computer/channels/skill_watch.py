@@ -1,12 +1,12 @@
 """Watches the user skills folder and announces its changes (`server:update_skills`).
 
 Why: the user's packages are scanned on each request, but an Agent only asks again when
-told; spec-0.3/skill.md says a Computer SHOULD notify, and a2c-smcp 0.4.2 does (README,
-"Skills that announce changes"). What counts, as in 0.4.2: a ``SKILL.md`` created,
-changed, deleted or moved anywhere under the folder, and a folder deleted or moved (a
-``rm -rf pkg/`` may report only the folder); other files are ignored. A burst of changes
-is one announcement (a `Debouncer`: `quiet` seconds after the last change, at most
-`MAX_ANNOUNCE_DELAY` after the first).
+told; spec-0.3/skill.md says a Computer SHOULD notify, and a2c-smcp 0.4.2 does
+(docs/computer/skills.md, *Skills that announce changes*). What counts, as in 0.4.2: a
+``SKILL.md`` created, changed, deleted or moved anywhere under the folder, and a folder
+deleted or moved (a ``rm -rf pkg/`` may report only the folder); other files are
+ignored. A burst of changes is one announcement (a `Debouncer`: `quiet` seconds after the
+last change, at most `MAX_ANNOUNCE_DELAY` after the first).
 
 How: with the optional `watchdog` package (the ``[watch]`` extra) the OS tells us
 (inotify, FSEvents...); without it, or when the folder cannot be watched (missing,

@@ -1,6 +1,5 @@
 """Where an input's value comes from besides the host: an `A2C_SMCP_<ID>` environment
-variable, and what an earlier answer left behind (README, "Inputs from the environment,
-the keyring and earlier answers").
+variable, and what an earlier answer left behind (docs/computer/inputs.md).
 
 Same names and places as a2c-smcp 0.4.2, so values set up for its Computer are found by
 ours and the other way round:

@@ -1,8 +1,7 @@
-"""The ``oauth`` block's ``mode``, read into what `mcp.oauth` runs (README, "OAuth for remote
-MCP servers"): the five modes a2c-smcp 0.4.2's config accepts and cross-app access
-(``identityAssertion``, an smcp_sync mode), checked when the server is
-configured so that a typo or a missing field is a `ConfigError` naming the field, not a
-failure at the first call.
+"""The ``oauth`` block's ``mode``, read into what `mcp.oauth` runs (docs/computer/oauth.md):
+the five modes a2c-smcp 0.4.2's config accepts and cross-app access (``identityAssertion``,
+an smcp_sync mode), checked when the server is configured so that a typo or a missing
+field is a `ConfigError` naming the field, not a failure at the first call.
 
 Secrets are never in the config: ``clientSecretInput`` / ``privateKeyInput`` name inputs
 (resolved through `inputs`: the host's values, ``A2C_SMCP_<ID>``, the keyring, a prompt).

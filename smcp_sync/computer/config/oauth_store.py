@@ -1,5 +1,5 @@
-"""Where the OAuth credentials of remote MCP servers are kept between runs (README, "OAuth
-for remote MCP servers").
+"""Where the OAuth credentials of remote MCP servers are kept between runs
+(docs/computer/oauth.md).
 
 A store is a small key -> text map (`OAuthTokenStore`); the `mcp` SDK's records (tokens,
 the registered client) are put in it as JSON by `mcp.oauth`. Three kinds:

@@ -1,6 +1,6 @@
 """The one place where an MCP server's failure becomes an SMCP error code.
 
-Three kinds of answer come out of it, one per kind of request (README, *The wire*):
+Three kinds of answer come out of it, one per kind of request (docs/wire/index.md):
 
 * a request of the Computer's own (`ServerManager.request`: listing, reading,
   subscribing, completing) raises an `SMCPError` (`request_error`): an unknown resource

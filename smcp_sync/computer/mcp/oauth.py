@@ -1,5 +1,5 @@
-"""OAuth 2.1 for sse / streamable MCP servers, run by the `mcp` SDK's own client (README,
-"OAuth for remote MCP servers").
+"""OAuth 2.1 for sse / streamable MCP servers, run by the `mcp` SDK's own client
+(docs/computer/oauth.md).
 
 Two uses of `mcp.client.auth.OAuthClientProvider`, both over the server's credentials in
 an `OAuthTokenStore` (`StoredCredentials`):

@@ -71,7 +71,7 @@ class ServerStatus:
     #: Successful connections so far; a new value means a new session (resubscribe!).
     generation: int = 0
     #: Its last connection attempt was refused for want of authorization (401 / 403):
-    #: tool calls answer 4006 / 4007 until it connects (README, "OAuth for remote MCP servers").
+    #: tool calls answer 4006 / 4007 until it connects (docs/computer/oauth.md).
     authorization_code: int | None = None
 
     @property

@@ -8,9 +8,9 @@ relayed as is), or a failure the Computer detected, with `meta.error_code`:
 * 4003 execution failed: the MCP server errored, crashed, is restarting, or the call
   was cancelled (then also `meta.a2c_cancelled: true`);
 * 4004 timeout (`meta.timeout` and `meta.a2c_timeout`: true);
-* 4005 the confirm callback refused (or failed), or there is none: a tool whose
-  `auto_apply` is not true never runs unconfirmed (as in a2c-smcp 0.4.2); `allow_all`
-  is the explicit way to run every tool;
+* 4005 the confirm callback refused (or failed), or there is none (`NoOneConfirms`, whose
+  message says how to allow the tool): a tool whose `auto_apply` is not true never runs
+  unconfirmed (as in a2c-smcp 0.4.2); `allow_all` is the explicit way to run every tool;
 * 4006 / 4007 the MCP server refused the call with HTTP 401 / 403 (`upstream_auth`), or
   refused its last connection so (an OAuth server not authorized yet: then a name with its
   ``{bundle_id}__`` prefix is enough), with `meta.mcp_server` and a non-secret `meta.auth_hint`.
@@ -60,8 +60,6 @@ from .inflight import InFlightCalls
 
 log = logging.getLogger(__name__)
 
-#: Used by `Computer.call_tool` when no timeout is given.
-DEFAULT_TOOL_TIMEOUT = 60.0
 #: The most seconds an answer waits for the notices its server sent before it.
 SETTLE_WAIT = 5.0
 
@@ -97,6 +95,24 @@ def allow_all(pending: PendingToolCall) -> bool:
     return True
 
 
+@attrs.frozen
+class NoOneConfirms:
+    """The confirm callback of a Computer no one watches (what `confirm=None` means): a
+    tool without `auto_apply` is refused (4005), and the Agent is told `how` to allow it,
+    in the terms of whoever runs the Computer (`smcp-sync computer` names its flag)."""
+
+    how: str = "set auto_apply for the tool or give the Computer a confirm callback"
+
+    def __call__(self, pending: PendingToolCall) -> bool:
+        return False
+
+    def refusal(self, name: str) -> CallToolResult:
+        return CallToolResult.failure(
+            ErrorCode.TOOL_REQUIRES_CONFIRMATION,
+            f"tool {name!r} refused (4005): no one confirms tool calls on this Computer; {self.how}",
+        )
+
+
 class ToolCaller:
     """Runs tool calls as tasks on the Computer's event loop: a call in flight holds no
     thread (`start` answers through a callback); the steps that may block (the confirm
@@ -114,7 +130,7 @@ class ToolCaller:
         self._bridge = bridge
         self._manager = manager
         self._catalog = catalog
-        self._confirm = confirm
+        self._confirm = NoOneConfirms() if confirm is None else confirm
         self._history = history
         self._settle = settle
         self._in_flight = InFlightCalls()
@@ -156,11 +172,9 @@ class ToolCaller:
         return self._in_flight.cancel(req_id)
 
     def _prepare(self, name: str, params: dict[str, Any], timeout: float, req_id: str | None) -> _Run | CallToolResult:
-        """The call's task, not started yet; or its result when it has no route."""
-        if not isinstance(params, dict):
-            raise TypeError(f"params must be a dict, got {type(params).__name__}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        """The call's task, not started yet; or its result when it has no route. `params`
+        and `timeout` were checked where they entered the Computer (`Computer.call_tool`,
+        the socket side)."""
         catalog = self._catalog()
         exposed = catalog.resolve(name)
         route = catalog.routes.get(exposed) if isinstance(exposed, str) else None
@@ -192,6 +206,8 @@ class ToolCaller:
         self, route: ToolRoute, params: dict[str, Any], timeout: float, deadline: float, req_id: str
     ) -> CallToolResult:
         if not (route.auto_apply or self._confirm is allow_all):  # allow_all: nobody to ask
+            if isinstance(self._confirm, NoOneConfirms):  # nobody to ask either
+                return self._confirm.refusal(route.exposed)
             pending = PendingToolCall(req_id, route.exposed, route.server, route.tool, params)
             # the callback may ask a person: the call times out meanwhile, abandoning it
             with anyio.move_on_after(deadline - time.monotonic()) as asking:
@@ -240,12 +256,6 @@ class ToolCaller:
             log.info("MCP server %r: its change notices were not all handled %.1fs after a tool's answer", server, wait)
 
     def _ask_confirmation(self, pending: PendingToolCall) -> CallToolResult | None:
-        if self._confirm is None:
-            return CallToolResult.failure(
-                ErrorCode.TOOL_REQUIRES_CONFIRMATION,
-                f"tool {pending.name!r} needs confirmation and this Computer has no confirm callback"
-                " (set auto_apply for the tool, or give the Computer a confirm callback)",
-            )
         try:
             approved = self._confirm(pending)
         except Exception as exc:

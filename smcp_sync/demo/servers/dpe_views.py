@@ -28,7 +28,7 @@ from smcp_sync.context.dpe_render import render_markdown, render_text
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.dpe_uri import DPEURI
 from smcp_sync.protocol.models._fields import evolve
-from smcp_sync.protocol.models.finder import (
+from smcp_sync.protocol.models.dpe_documents import (
     DEFAULT_FINDER_LIMIT,
     DPECatalogue,
     DPEDocument,

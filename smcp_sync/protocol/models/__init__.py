@@ -42,7 +42,7 @@ from .content import (
     TextResourceContents,
 )
 from .desktop import Desktop, GetDeskTopReq, GetDeskTopRet
-from .finder import (
+from .dpe_documents import (
     DEFAULT_FINDER_LIMIT,
     ELEMENT_CATEGORIES,
     MAX_FINDER_LIMIT,

@@ -50,8 +50,8 @@ class StreamableHttpServerParameters:
 @wire_model
 class OAuthOptions:
     """The ``oauth`` block of an sse / streamable server, as a2c-smcp 0.4.2 writes it
-    (camelCase); `mode` is checked when the server is configured (README, "OAuth for
-    remote MCP servers")."""
+    (camelCase); `mode` is checked when the server is configured
+    (docs/computer/oauth.md)."""
 
     #: ``{"type": "authorizationCode", "registration": "dynamic"}`` or another of the five
     #: modes (`computer.config.oauth_mode` reads it).
@@ -92,7 +92,7 @@ class StdioServerConfig(_ServerConfigBase):
 class SseServerConfig(_ServerConfigBase):
     server_parameters: SseServerParameters
     type: Literal["sse"] = "sse"
-    #: OAuth 2.1 through the `mcp` SDK's client (README, "OAuth for remote MCP servers").
+    #: OAuth 2.1 through the `mcp` SDK's client (docs/computer/oauth.md).
     oauth: OAuthOptions | None = None
 
 
@@ -100,7 +100,7 @@ class SseServerConfig(_ServerConfigBase):
 class StreamableHttpServerConfig(_ServerConfigBase):
     server_parameters: StreamableHttpServerParameters
     type: Literal["streamable"] = "streamable"
-    #: OAuth 2.1 through the `mcp` SDK's client (README, "OAuth for remote MCP servers").
+    #: OAuth 2.1 through the `mcp` SDK's client (docs/computer/oauth.md).
     oauth: OAuthOptions | None = None
 
 

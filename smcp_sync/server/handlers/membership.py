@@ -154,7 +154,7 @@ class Membership(RegistryListener):
 
     def member_refused(self, member: Session) -> None:
         """Its place was taken while Redis had lost it: disconnected, it reconnects and
-        joins again (our clients retry a refused join for a while, README Scale-out)."""
+        joins again (our clients retry a refused join for a while, docs/server/scale-out.md)."""
         self._sio.disconnect(member.sid, namespace=NAMESPACE)
 
     def _announce_leave(self, left: Session, reason: str) -> None:

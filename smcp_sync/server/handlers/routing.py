@@ -11,7 +11,7 @@ Routing runs on the thread reading the Agent's socket, so it never waits there: 
 Computer this process knows where to find (its own, or one of another process seen
 before: `OfficeRegistry.recall`) is forwarded at once; any other is looked up in the
 shared registry (a Redis round trip, which a hung Redis makes last up to its timeout) on
-the event handlers' bounded pool (README, Scale-out).
+the event handlers' bounded pool (docs/server/scale-out.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Why: without these, sockets that never authenticate, requests sent half-way and 
 that stop reading hold worker threads and memory for as long as they like, and a few
 hundred of them lock everyone else out (issue 12). Every bound is a `SMCPServer`
 keyword option; the defaults suit a Server reached directly or through a proxy that
-keeps client addresses apart (README, Security).
+keeps client addresses apart (docs/server/security.md).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ DEFAULT_MAX_SEND_BACKLOG = 32 * 1024 * 1024
 #: a legitimate Agent waiting ~10 s (benchmarks/README.md, run G).
 DEFAULT_SERVE_THREADS = 400
 #: `serve()`'s modes: a thread per open connection (gunicorn's gthread worker), or
-#: greenlets (its gevent worker; README, Deployment).
+#: greenlets (its gevent worker; docs/server/deployment.md).
 SERVE_MODES = ("threads", "gevent")
 #: Open connections `serve(mode="gevent")` holds at most (gunicorn's `worker_connections`):
 #: an idle one costs the worker about 40 KB and no thread (benchmarks/README.md, capacity).

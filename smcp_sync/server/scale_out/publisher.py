@@ -2,7 +2,7 @@
 other thread waits on Redis to emit: a Computer's answer to a call from another node
 is published from the thread that read it off the Computer's socket, and a Redis that
 hangs (SIGSTOP, a full network buffer) would stall that socket's every message and
-the handlers behind it (README, Scale-out).
+the handlers behind it (docs/server/scale-out.md).
 
 What waits is bounded: at most `capacity` messages (the oldest are dropped past it,
 with a warning: a call whose answer is dropped ends in its 408 at the caller's node).

@@ -3,7 +3,7 @@
 Redis pub/sub channels span every database of an instance, so a database of its own does
 not keep two deployments apart: every key and channel a node uses (the office registry's
 and python-socketio's `RedisManager` channel) starts with the deployment's prefix
-(README, Scale-out). The URL may carry a password (as user info or ``?password=``): it
+(docs/server/scale-out.md). The URL may carry a password (as user info or ``?password=``): it
 is shown only through `protocol.redaction.redact_url`.
 """
 

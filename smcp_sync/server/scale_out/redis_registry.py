@@ -6,7 +6,7 @@ target office under `WATCH`, decides with `office_rules.plan_join` and writes in
 `MULTI` (retried when another node changed the office meanwhile). Removals are Lua
 scripts, so a dead node's members are purged, and announced, by exactly one survivor.
 
-Recovery (README, Scale-out). Redis's data has an *epoch*: a token naming the Redis
+Recovery (docs/server/scale-out.md). Redis's data has an *epoch*: a token naming the Redis
 process (its `run_id`) that holds it. A restart (empty or from a snapshot), a flush or a
 Sentinel failover (another Redis process) loses it, and the first node to see that
 writes a new one. A node writes under an

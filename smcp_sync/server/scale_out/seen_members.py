@@ -1,6 +1,6 @@
 """`SeenMembers`: the members of other Server processes as this one last read them from
 Redis, by sid and by office, role and name, so the routing hot path finds a Computer on
-another process without a Redis round trip (README, Scale-out: *Costs*).
+another process without a Redis round trip (docs/server/scale-out.md, *Costs*).
 
 An entry is dropped when its member is heard ending, leaving or moving office (the
 registry's `gone` and `left` channels), and every entry when that subscription starts

@@ -107,9 +107,9 @@ class StoppableEngineIO(engineio.Server):
             early = self.ping_interval * PING_JITTER * random.random()
             self.deadlines.call_at(time.monotonic() + self.ping_interval - early, lambda: _ping(sock))
             return None
-        if self.async_mode == "gevent" and getattr(target, "__qualname__", "") == _WEBSOCKET_WRITER:
-            cells = dict(zip(target.__code__.co_freevars, (cell.cell_contents for cell in target.__closure__)))
-            return _WriterOnDemand(self, cells["self"], cells["ws"])
+        writer = stock_websocket_writer(target) if self.async_mode == "gevent" else None
+        if writer is not None:
+            return _WriterOnDemand(self, *writer)
         return super().start_background_task(target, *args, **kwargs)
 
     def shutdown(self) -> None:
@@ -288,11 +288,22 @@ class StoppableEngineIO(engineio.Server):
         self._websockets.pop(eio_sid, None)
 
 
-#: The writer `Socket._websocket_handler` starts for a websocket (engineio 4.14 to 4.15):
-#: a loop that waits on the socket's queue for up to `ping_interval + ping_timeout`,
-#: sends what it gets on `ws`, and closes `ws` at the end-of-queue marker (None). Its
-#: closure holds `self` (the Engine.IO socket) and `ws`.
+#: The writer `Socket._websocket_handler` starts for a websocket: a loop that waits on
+#: the socket's queue for up to `ping_interval + ping_timeout`, sends what it gets on
+#: `ws`, and closes `ws` at the end-of-queue marker (None). Its closure holds `self` (the
+#: Engine.IO socket) and `ws`. tests/server/test_engineio_parts.py checks this against the
+#: installed engineio: tox's `lowest` environment on setup.cfg's floor, the others on the
+#: newest release.
 _WEBSOCKET_WRITER = "Socket._websocket_handler.<locals>.writer"
+
+
+def stock_websocket_writer(target: Any) -> tuple[EngineIOSocket, Any] | None:
+    """The Engine.IO socket and the websocket of `target` when it is the stock writer
+    (`_WEBSOCKET_WRITER`), else None: engineio gives no other way to tell it apart."""
+    if getattr(target, "__qualname__", "") != _WEBSOCKET_WRITER:
+        return None
+    cells = dict(zip(target.__code__.co_freevars, (cell.cell_contents for cell in target.__closure__)))
+    return cells["self"], cells["ws"]
 
 
 class _WriterOnDemand:

@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from smcp_sync.computer.channels import finder_index
 from smcp_sync.computer.channels.finder_index import MAX_VIEWS, FinderIndex
 from smcp_sync.computer.channels.uri_cache import UriCache
-from smcp_sync.context.finder import CatalogueEntry, catalogue_entry, organize_catalogue
-from smcp_sync.protocol.errors import BadRequestError
+from smcp_sync.context.finder_order import CatalogueEntry, catalogue_entry, organize_catalogue
 from smcp_sync.protocol.models import DPEDocumentSummary
 
 pytestmark = pytest.mark.timeout(120)
@@ -240,13 +239,6 @@ def test_many_filters_are_served_while_old_views_are_dropped():
     catalogue.store("gamma", "d1", entry("gamma", "d1", "Budget plan", "md", "2027-01-01T00:00:00Z"))
     for n in range(MAX_VIEWS + 5):
         catalogue.check(keywords=[f"no such word {n}", "budget"])
-
-
-def test_paging_is_checked_like_the_organisers():
-    with pytest.raises(BadRequestError):
-        FinderIndex().page(SERVERS, offset=-1)
-    with pytest.raises(BadRequestError):
-        FinderIndex().page(SERVERS, limit=101)
 
 
 def test_a_changed_document_is_answered_as_before_the_change_until_read_again():

@@ -41,7 +41,10 @@ def test_without_a_confirm_callback_only_auto_apply_tools_run(computer_factory: 
     computer = computer_factory(stdio_config("tools", env=call_logs.env, tool_meta={"echo": {"auto_apply": True}}), confirm=None)
     refused = computer.call_tool("sleep", {"seconds": 0.0125}, timeout=10)
     assert (refused.is_error, refused.error_code) == (True, ErrorCode.TOOL_REQUIRES_CONFIRMATION)
-    assert "no confirm callback" in refused.text
+    assert refused.text == (
+        "tool 'tools__sleep' refused (4005): no one confirms tool calls on this Computer;"
+        " set auto_apply for the tool or give the Computer a confirm callback"
+    )
     assert computer.call_tool("echo", {"text": "hi"}, timeout=10).text == "hi"
     assert not call_logs.started.exists() or "seconds=0.0125" not in call_logs.started.read_text(encoding="utf-8")
 

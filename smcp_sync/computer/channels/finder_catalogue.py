@@ -21,7 +21,7 @@ from typing import Reversible, Sequence
 
 import attrs
 
-from ...context.finder import CatalogueEntry, catalogue_entry, check_page, dpe_uri_level
+from ...context.finder_order import CatalogueEntry, catalogue_entry, check_page, dpe_uri_level
 from ...context.server_order import CallRecord
 from ...protocol import events
 from ...protocol.codec import from_wire
