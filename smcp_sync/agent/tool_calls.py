@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
@@ -48,7 +48,7 @@ class ToolCallFuture(Future[CallToolResult]):
 class ToolCalls:
     def __init__(
         self,
-        connection: Connection,
+        connection: AgentTransport,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT_CALLS,
         rehydration: Rehydration | None = None,
     ):
