@@ -57,7 +57,10 @@ EDGE_SUITES = {
         "scale_out/test_faults.py", "scale_out/test_failover.py", "scale_out/test_stall_routing.py",
         "scale_out/test_late_answers.py",
     ),
-    "newest": ("cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py"),
+    "newest": (
+        "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/test_vrl.py",
+        "relay/test_hosts.py",
+    ),
 }  # fmt: skip
 #: Marked `brackets` (paths under tests/): the suites that start MCP server children,
 #: Computers or redis-servers test after test — the Computer, the Agent, Skills, blobs,

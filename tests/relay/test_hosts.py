@@ -1,0 +1,88 @@
+"""Multi-process hosts as real processes, each worker with the one line of the app
+(`Agent.via_relay`): every answer checked, exactly one Agent in the office
+(docs/hosts/relay.md). In the `edges` share: each starts a host and its workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smcp_sync.relay.place import RelayPlace
+
+from .conftest import OFFICE, TESTS
+
+pytestmark = pytest.mark.timeout(240)
+
+HERE = Path(__file__).resolve().parent
+REQUESTS, CONCURRENT = 100, 10
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def get(url: str, timeout: float = 60) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return json.loads(answer.read())
+
+
+def hammer(base: str) -> list[dict[str, Any]]:
+    """`REQUESTS` echo requests, `CONCURRENT` at a time; each answer is checked."""
+    texts = [f"request-{n}" for n in range(REQUESTS)]
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        answers = list(pool.map(lambda text: get(f"{base}/echo?text={text}"), texts))
+    assert [a["echo"] for a in answers] == texts
+    return answers
+
+
+def wait_serving(process: subprocess.Popen[bytes], base: str, timeout: float = 90) -> None:
+    """Until the host answers (a request that needs the relay: started by the first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert process.poll() is None, f"the host exited with {process.returncode}"
+        try:
+            get(f"{base}/echo?text=ready", timeout=30)
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"{base} not answering within {timeout}s"
+            time.sleep(0.2)  # a server starting in another process: nothing to wait on but it
+
+
+def host_env(office: Any, place: RelayPlace) -> dict[str, str]:
+    return {**os.environ, "SMCP_URL": office.url, "SMCP_OFFICE": OFFICE, "SMCP_RELAY_DIR": str(place.folder),
+            "PYTHONPATH": os.pathsep.join([str(HERE), TESTS])}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["-w", "2"], ["-w", "2", "--preload"], ["-w", "2", "-k", "gthread", "--threads", "4"]],
+    ids=["sync", "sync-preload", "gthread"],
+)
+def test_gunicorn_workers_share_the_seat(office: Any, place: RelayPlace, options: list[str]) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    host = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", *options, "--bind", f"127.0.0.1:{port}", "host_app:application"],
+        env=host_env(office, place), cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_serving(host, base)
+        answers = hammer(base)
+        assert len({a["pid"] for a in answers}) == 2  # both workers answered
+        assert get(f"{base}/agents") == ["agent"]
+    finally:
+        host.send_signal(signal.SIGTERM)
+        host.wait(30)
