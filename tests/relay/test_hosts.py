@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,10 +16,11 @@ import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
+from scale_out.parts import RedisServer
 from smcp_sync.relay.place import RelayPlace
 
 from .conftest import OFFICE, TESTS
@@ -86,3 +89,56 @@ def test_gunicorn_workers_share_the_seat(office: Any, place: RelayPlace, options
     finally:
         host.send_signal(signal.SIGTERM)
         host.wait(30)
+
+
+@pytest.fixture
+def broker() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("no redis-server on PATH")
+    with RedisServer(binary) as redis_server:
+        yield redis_server.url
+
+
+def test_celery_prefork_children_share_the_seat(office: Any, place: RelayPlace, broker: str) -> None:
+    env = {**host_env(office, place), "SMCP_BROKER": broker}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "celery_app", "worker", "-P", "prefork", "-c", "2",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "WARNING"],
+        env=env, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        with _celery_client(env) as tasks:
+            texts = [f"task-{n}" for n in range(REQUESTS)]
+            with ThreadPoolExecutor(CONCURRENT) as pool:
+                answers = list(pool.map(lambda text: tasks.echo.delay(text).get(timeout=120), texts))
+            assert [a["echo"] for a in answers] == texts
+            assert len({a["pid"] for a in answers}) == 2  # both children answered
+            assert tasks.agents.delay().get(timeout=60) == ["agent"]
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(60)
+
+
+@contextlib.contextmanager
+def _celery_client(env: dict[str, str]) -> Iterator[Any]:
+    """The task module as a client imports it (its relay Agent is made and never used here)."""
+    saved = {k: os.environ.get(k) for k in ("SMCP_URL", "SMCP_OFFICE", "SMCP_RELAY_DIR", "SMCP_BROKER")}
+    os.environ.update({k: env[k] for k in saved})
+    sys.path.insert(0, str(HERE))
+    try:
+        import celery_app
+
+        try:
+            yield celery_app
+        finally:
+            celery_app.agent.close()
+            celery_app.app.close()
+            sys.modules.pop("celery_app", None)
+    finally:
+        sys.path.remove(str(HERE))
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
