@@ -18,12 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
+import psutil
 import pytest
 
 from scale_out.parts import RedisServer
+from smcp_sync import Agent
 from smcp_sync.relay.place import RelayPlace
 
-from .conftest import OFFICE, TESTS
+from .conftest import OFFICE, TESTS, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -142,3 +144,42 @@ def _celery_client(env: dict[str, str]) -> Iterator[Any]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def test_django_runserver_with_its_reloader_shares_the_seat(office: Any, place: RelayPlace) -> None:
+    """The example site's Agent made in `AppConfig.ready()`, which the reloader's parent
+    and its serving child both run."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    site = HERE.parents[1] / "examples" / "django_project"
+    env = {**host_env(office, place), "SMCP_SERVER_URL": office.url, "PYTHONPATH": str(site)}
+    host = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}"],
+        env=env, cwd=site, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        call = f"{base}/computers/c1/tools/tools__echo"
+        wait_until(lambda: _answers(call, "ready"), 90, "runserver answers")
+        texts = [f"view-{n}" for n in range(REQUESTS)]
+        with ThreadPoolExecutor(CONCURRENT) as pool:
+            answers = list(pool.map(lambda text: _post(call, {"text": text}), texts))
+        assert [a["content"][0]["text"] for a in answers] == texts
+        with Agent.via_relay("django-agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+            assert [s.name for s in agent.list_room(timeout=20) if s.role == "agent"] == ["django-agent"]
+        assert len(psutil.Process(host.pid).children()) == 1  # the reloader's serving child
+    finally:
+        os.killpg(host.pid, signal.SIGTERM)
+        host.wait(30)
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def _answers(url: str, text: str) -> bool:
+    try:
+        return bool(_post(url, {"text": text})["content"][0]["text"] == text)
+    except OSError:
+        return False
