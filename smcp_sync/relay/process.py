@@ -46,6 +46,8 @@ DEFAULT_SEAT_LINGER = 60.0
 #: Seconds `close` gives each seat to leave its office.
 SEAT_CLOSE_TIMEOUT = 5.0
 _HOUSEKEEPING_INTERVAL = 0.5
+#: What a worker may ask (wire.py).
+_OPS = ("open", "release", "call", "emit", "status")
 
 
 class RelayRunning(RuntimeError):
@@ -290,6 +292,8 @@ class Relay:
 
     def _handle(self, session: str, channel: Channel, message: dict[str, Any]) -> Any:
         op = message.get("op")
+        if op not in _OPS:
+            raise ValueError(f"unknown op {op!r:.50}; expected one of {', '.join(_OPS)}")
         if op == "status":
             return self.status()
         key = SeatKey.of(message.get("seat"))
@@ -302,14 +306,12 @@ class Relay:
             if seat is not None:
                 seat.release(session, agent_id)
             return None
-        seat = self._held(session, key)
+        seat = self._seat(key)
         event = _text(message, "event")
         if op == "emit":
             seat.connection.emit(event, message.get("payload"))
             return None
-        if op == "call":
-            return self._call(seat, channel, event, message.get("payload"), _seconds(message.get("timeout")))
-        raise ValueError(f"unknown op {op!r}")
+        return self._call(seat, channel, event, message.get("payload"), _seconds(message.get("timeout")))
 
     def _open(self, session: str, key: SeatKey, agent_id: str, message: dict[str, Any]) -> Any:
         auth, headers = message.get("auth"), message.get("headers")
@@ -330,7 +332,7 @@ class Relay:
                     del self._seats[key]  # never joined: the next open starts afresh
             raise
 
-    def _held(self, session: str, key: SeatKey) -> Seat:
+    def _seat(self, key: SeatKey) -> Seat:
         with self._lock:
             seat = self._seats.get(key)
         if seat is None:

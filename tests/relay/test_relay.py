@@ -3,7 +3,9 @@ relay as a real detached process, workers as real processes (docs/hosts/relay.md
 
 from __future__ import annotations
 
+import base64
 import os
+import random
 import signal
 import stat
 import subprocess
@@ -15,12 +17,12 @@ from typing import Any
 import psutil
 import pytest
 
-from smcp_sync import Agent
+from smcp_sync import Agent, SMCPError
 from smcp_sync.connection.session import NotConnectedError
 from smcp_sync.protocol import events
 from smcp_sync.relay.link import relay_status
 from smcp_sync.relay.place import RelayPlace, RelayPlaceError
-from smcp_sync.relay.wire import dial
+from smcp_sync.relay.wire import dial, receive, send
 
 from .conftest import OFFICE, Worker, relays_of, running_relay, wait_until
 
@@ -176,3 +178,43 @@ def calls_in(place: RelayPlace) -> int | None:
 
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_agent_api_through_the_relay(office: Any, place: RelayPlace) -> None:
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        tools = agent.get_tools("c1", timeout=20)
+        assert "tools__echo" in [tool.name for tool in tools]
+        assert agent.tool_cache.wait_for("c1", 20) is not None  # filled after the seat opened
+        assert agent.get_config("c1", timeout=20).servers
+        assert agent.get_desktop("c1", timeout=20) == []
+        assert agent.get_finder("c1", timeout=20).total_count == 0
+        image = agent.call_tool("c1", "tools__image", {"size": 100_000, "seed": 7}, timeout=30)
+        assert base64.b64decode(image.content[1].data) == random.Random(7).randbytes(100_000)  # a blob, fetched
+        with pytest.raises(SMCPError) as refused:
+            agent.call_tool("c9", "tools__echo", {"text": "x"}, timeout=10)
+        assert refused.value.code == 404
+        with pytest.raises(ValueError, match="office is 'relay-office'"):
+            agent.join_office("another", timeout=5)
+
+
+def test_bad_requests_to_the_relay_get_a_clear_error(office: Any, place: RelayPlace) -> None:
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        channel = dial(place.socket_path, place.authkey(), 10)
+        try:
+            send(channel, {"op": "hello", "session": "probe", "role": "requests"})
+            assert receive(channel, 10) == {"ok": {"pid": running_relay(place)}}
+            for request, message in [
+                ({"op": "call", "seat": "nope"}, "seat must be [url, office_id, agent name]"),
+                ({"op": "call", "seat": [office.url, OFFICE, "agent"], "agent": "x", "event": "client:tool_call",
+                  "payload": {}, "timeout": -1}, "timeout must be a positive number of seconds"),
+                ({"op": "fly", "seat": [office.url, OFFICE, "agent"], "agent": "x"}, "unknown op 'fly'"),
+                ({"op": "call", "seat": [office.url, "elsewhere", "agent"], "agent": "x", "event": "e", "timeout": 1},
+                 "is not open in this relay"),
+            ]:  # fmt: skip
+                send(channel, request)
+                answer = receive(channel, 10)
+                assert answer["error"]["code"] == 400 and message in answer["error"]["message"], answer
+        finally:
+            channel.close()
+        assert agent.call_tool("c1", "tools__echo", {"text": "fine"}, timeout=20).content[0].text == "fine"
