@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Iterator
 
 from .place import RelayPlace
@@ -52,11 +53,16 @@ def start_relay(place: RelayPlace, timeout: float, options: tuple[str, ...] = ()
         raise RelayStartError(f"the relay could not start (exit {code}; see {place.log_path})")
 
 
-@contextlib.contextmanager
-def starting(place: RelayPlace, timeout: float) -> Iterator[None]:
+def starting(place: RelayPlace, timeout: float) -> contextlib.AbstractContextManager[None]:
     """Hold `start.lock` (waiting at most `timeout` seconds for it)."""
+    return locked(place, place.start_lock, timeout, f"another process is starting the relay in {place.folder}")
+
+
+@contextlib.contextmanager
+def locked(place: RelayPlace, path: Path, timeout: float, busy: str) -> Iterator[None]:
+    """Hold the lock file `path` of `place` (`RelayStartError(busy)` past `timeout`)."""
     place.prepare()
-    descriptor = place.open_private(place.start_lock)
+    descriptor = place.open_private(path)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -65,8 +71,8 @@ def starting(place: RelayPlace, timeout: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise RelayStartError(f"another process is starting the relay in {place.folder}") from None
-                time.sleep(_LOCK_POLL)
+                    raise RelayStartError(busy) from None
+                time.sleep(_LOCK_POLL)  # flock has no timeout of its own
         yield
     finally:
         os.close(descriptor)
