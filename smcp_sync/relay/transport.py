@@ -17,7 +17,7 @@ import uuid
 from typing import Any, Callable, Mapping
 
 from ..client_auth import checked_headers
-from ..connection.credentials import AuthSource
+from ..connection.credentials import AuthSource, ConnectAuth
 from ..connection.session import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_EMIT_TIMEOUT,
@@ -49,11 +49,9 @@ class RelayConnection:
     ) -> None:
         if not isinstance(office_id, str) or not office_id:
             raise ValueError(f"office_id must be a non-empty string, not {office_id!r}")
-        if auth is not None and not isinstance(auth, Mapping) and not callable(auth):
-            raise TypeError(f"auth must be the Socket.IO auth dict, a callable returning it, or None, not {type(auth).__name__}")
         self.name = name
         self._key = SeatKey(url, office_id, name)
-        self._auth = auth
+        self._auth = ConnectAuth(auth, f"relay agent {name!r}")
         self._headers = checked_headers(headers)
         self._link = link
         self._id = uuid.uuid4().hex
@@ -189,10 +187,10 @@ class RelayConnection:
                 logger.exception("on_rejoined callback %r failed", callback)
 
     def _current_auth(self) -> dict[str, Any] | None:
-        auth = self._auth() if callable(self._auth) else self._auth
-        if auth is not None and not isinstance(auth, Mapping):
-            raise TypeError(f"the auth callable returned {type(auth).__name__}, not the auth dict")
-        return None if auth is None else dict(auth)
+        """The auth dict, a callable's asked now (each opening: a rotated token reaches the relay)."""
+        auth = self._auth.for_client()
+        value: dict[str, Any] | None = auth() if callable(auth) else auth
+        return value
 
     def _release(self, timeout: float) -> None:
         if not self._opened_in:
