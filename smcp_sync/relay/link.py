@@ -110,19 +110,23 @@ class RelayLink:
         """Send `message` to the relay and return its answer's value. Raises the SMCPError
         it answers, `SeatNotOpen`, `NotConnectedError` when no relay answers."""
         deadline = time.monotonic() + timeout
-        channel, generation = self._take(deadline)
-        try:
-            send(channel, message)
-            answer = receive(channel, max(0.0, deadline - time.monotonic()) + RELAY_MARGIN)
-        except RelayGone as exc:
-            channel.close()
-            self._lost(generation)
-            raise NotConnectedError(f"the agent relay went away before answering {message.get('op')} ({exc})") from None
-        except BaseException:
-            channel.close()  # interrupted mid-request: the relay sees it closed and cancels the call
-            raise
-        self._give_back(channel, generation)
-        return _value_of(answer)
+        for attempt in range(2):
+            channel, generation = self._take(deadline)
+            try:
+                send(channel, message)
+                answer = receive(channel, max(0.0, deadline - time.monotonic()) + RELAY_MARGIN)
+            except RelayGone as exc:
+                channel.close()
+                self._lost(generation)
+                if exc.unread and attempt == 0:
+                    continue  # a relay that was going away dropped it unread: nothing ran, send it again
+                raise NotConnectedError(f"the agent relay went away before answering {message.get('op')} ({exc})") from None
+            except BaseException:
+                channel.close()  # interrupted mid-request: the relay sees it closed and cancels the call
+                raise
+            self._give_back(channel, generation)
+            return _value_of(answer)
+        raise AssertionError("unreachable")
 
     def _take(self, deadline: float) -> tuple[Channel, int]:
         while True:

@@ -324,18 +324,13 @@ class Relay:
             seat = self._seats.get(key)
             if seat is None:
                 seat = self._seats[key] = Seat(key, auth, headers, self._push)
-        try:
-            return seat.open(session, agent_id, wanted, auth, _seconds(message.get("timeout")))
-        except SMCPError:
-            with self._lock:
-                if self._seats.get(key) is seat and seat.unheld_since is not None:
-                    del self._seats[key]  # never joined: the next open starts afresh
-            raise
+        return seat.open(session, agent_id, wanted, auth, _seconds(message.get("timeout")))  # a seat that
+        # could not join stays, unheld: the next open tries again, or its linger ends it
 
     def _seat(self, key: SeatKey) -> Seat:
         with self._lock:
             seat = self._seats.get(key)
-        if seat is None:
+        if seat is None or not seat.joined:  # absent, or another worker's open still joining it
             raise _NotOpen(f"seat {key.name!r} of office {key.office_id!r} at {key.url} is not open in this relay")
         return seat
 

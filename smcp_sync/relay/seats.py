@@ -16,7 +16,8 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from ..connection.session import Connection
+from ..connection.rejoin import RETRIED_CODES
+from ..connection.session import REJOIN, Connection
 from ..protocol import events
 from ..protocol.errors import SMCPError
 
@@ -60,6 +61,11 @@ class Seat:
             lambda office_id, error: self._push_all({"push": "rejoin_failed", "error": error.to_wire()})
         )
 
+    @property
+    def joined(self) -> bool:
+        """In its office (also while reconnecting: requests then wait for the re-join)."""
+        return self.connection.office_id == self.key.office_id
+
     def _current_auth(self) -> dict[str, Any]:
         """Asked at every (re)connect: the auth the latest opener brought (a rotated token)."""
         return dict(self._auth or {})
@@ -72,12 +78,12 @@ class Seat:
             if auth is not None:
                 self._auth = dict(auth)
             connection = self.connection
-            if connection.office_id != self.key.office_id:
+            if not self.joined:
                 deadline = time.monotonic() + timeout
                 connection.close()
                 connection.connect(self.key.url, timeout)
                 try:
-                    connection.join_office(self.key.office_id, max(0.1, deadline - time.monotonic()))
+                    self._join(deadline)
                 except SMCPError:
                     connection.close()
                     raise
@@ -88,6 +94,21 @@ class Seat:
             "max_message_length": connection.max_message_length,
             "peer_extensions": sorted(connection.peer_extensions),
         }
+
+    def _join(self, deadline: float) -> None:
+        """Join the office; a refusal that may lift is retried until `deadline`, as a
+        reconnected Agent's re-join is (`connection.rejoin`): after a relay was killed,
+        its seat's old session holds the office until the Server sees it gone (4101)."""
+        pauses = REJOIN.pauses()
+        while True:
+            try:
+                self.connection.join_office(self.key.office_id, max(0.1, deadline - time.monotonic()))
+                return
+            except SMCPError as exc:
+                pause = next(pauses, None) if exc.code in RETRIED_CODES else None
+                if pause is None or time.monotonic() + pause >= deadline:
+                    raise
+                time.sleep(pause)
 
     def release(self, session: str, agent_id: str | None = None) -> None:
         """Drop one holder (`agent_id`) of `session`, or all of them."""

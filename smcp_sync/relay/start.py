@@ -22,6 +22,8 @@ from typing import Callable, Iterator
 
 from .place import RelayPlace
 
+#: Environment variable: the log level of a relay a worker starts (its log: relay.log in its folder).
+LOG_LEVEL_VARIABLE = "SMCP_RELAY_LOG_LEVEL"
 #: Seconds a worker waits for a relay it started to listen, by default.
 DEFAULT_START_TIMEOUT = 30.0
 _LOCK_POLL = 0.01
@@ -40,7 +42,8 @@ def start_relay(place: RelayPlace, timeout: float, options: tuple[str, ...] = ()
     place.prepare()
     with open(place.log_path, "ab", opener=lambda path, flags: place.open_private(place.log_path)) as log:
         launcher = subprocess.Popen(
-            [sys.executable, "-c", _COMMAND, "agent-relay", "--folder", str(place.folder), "--detach", *options],
+            [sys.executable, "-c", _COMMAND, "agent-relay", "--folder", str(place.folder), "--detach",
+             "--log-level", os.environ.get(LOG_LEVEL_VARIABLE, "WARNING"), *options],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, close_fds=True,
         )  # fmt: skip
         try:

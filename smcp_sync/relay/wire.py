@@ -30,7 +30,13 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 class RelayGone(ConnectionError):
-    """The other end closed the socket, or stopped answering within the bound."""
+    """The other end closed the socket, or stopped answering within the bound. `unread`:
+    it closed without reading what we had sent (a reset or a broken pipe), so it acted
+    on none of it."""
+
+    def __init__(self, message: str, *, unread: bool = False) -> None:
+        super().__init__(message)
+        self.unread = unread
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -41,7 +47,7 @@ def send(connection: Connection, message: dict[str, Any]) -> None:
     try:
         connection.send_bytes(encode(message))
     except (OSError, ValueError) as exc:  # ValueError: closed on our side meanwhile
-        raise RelayGone(f"the relay socket is closed ({exc})") from None
+        raise RelayGone(f"the relay socket is closed ({exc})", unread=_unread(exc)) from None
 
 
 def receive(connection: Connection, timeout: float | None) -> dict[str, Any]:
@@ -52,11 +58,15 @@ def receive(connection: Connection, timeout: float | None) -> dict[str, Any]:
             raise RelayGone(f"no message within {timeout:g}s")
         data = connection.recv_bytes(MAX_MESSAGE_BYTES)
     except (EOFError, OSError, ValueError) as exc:
-        raise RelayGone(f"the relay socket is closed ({exc or type(exc).__name__})") from None
+        raise RelayGone(f"the relay socket is closed ({exc or type(exc).__name__})", unread=_unread(exc)) from None
     message = json.loads(data)
     if not isinstance(message, dict):
         raise RelayGone("a message that is not a JSON object")
     return message
+
+
+def _unread(exc: BaseException) -> bool:
+    return isinstance(exc, (BrokenPipeError, ConnectionResetError))
 
 
 def bound(sock: socket.socket, seconds: float) -> None:
