@@ -218,3 +218,31 @@ def test_bad_requests_to_the_relay_get_a_clear_error(office: Any, place: RelayPl
         finally:
             channel.close()
         assert agent.call_tool("c1", "tools__echo", {"text": "fine"}, timeout=20).content[0].text == "fine"
+
+
+class _Interrupted(Exception):
+    """Raised by the test's alarm in the middle of a call."""
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise _Interrupted
+
+
+def test_an_interrupted_call_is_cancelled(office: Any, place: RelayPlace, logs: dict[str, Path]) -> None:
+    """Whatever ends a relay call's wait (here a signal handler's exception; Ctrl-C,
+    a worker timeout alike) closes its socket: the relay cancels the call."""
+    cancelled = logs["SMCP_TEST_CANCEL_LOG"]
+    before = len(_lines(cancelled))
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        previous = signal.signal(signal.SIGALRM, _interrupt)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 2.0)
+            with pytest.raises(_Interrupted):
+                agent.call_tool("c1", "tools__sleep", {"seconds": 60}, timeout=90)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        wait_until(lambda: len(_lines(cancelled)) > before, 30, "the MCP server sees the cancel")
+        wait_until(lambda: calls_in(place) == 0, 30, "the relay's call ends")
+        assert agent.call_tool("c1", "tools__echo", {"text": "after"}, timeout=20).content[0].text == "after"
