@@ -21,6 +21,8 @@ import attrs
 #: Environment variable naming the relay's folder (else `default_folder()`).
 FOLDER_VARIABLE = "SMCP_RELAY_DIR"
 _KEY_BYTES = 32
+#: The longest path a Unix socket may have (sun_path, 108 bytes with its NUL, on Linux).
+_MAX_SOCKET_PATH = 107
 
 
 class RelayPlaceError(OSError):
@@ -68,7 +70,13 @@ class RelayPlace:
         return self.folder / "relay.lock"
 
     def prepare(self) -> None:
-        """Make the folder (0700) if missing; refuse one that others could enter."""
+        """Make the folder (0700) if missing; refuse one that others could enter, or whose
+        socket's path is longer than a Unix socket's path may be."""
+        if len(os.fsencode(self.socket_path)) > _MAX_SOCKET_PATH:
+            raise RelayPlaceError(
+                f"the relay folder {self.folder} is too deep: its socket's path would be longer than "
+                f"{_MAX_SOCKET_PATH} bytes (choose a shorter relay_dir or $SMCP_RELAY_DIR)"
+            )
         try:
             os.makedirs(self.folder, mode=0o700, exist_ok=True)
         except OSError as exc:

@@ -101,6 +101,8 @@ def test_the_folder_is_private_and_a_wrong_key_is_refused(office: Any, place: Re
     with pytest.raises(RelayPlaceError, match="mode 0700 or stricter"):
         place.authkey()
     os.chmod(place.folder, 0o700)
+    with pytest.raises(RelayPlaceError, match="too deep"):
+        RelayPlace.at(place.folder / ("d" * 120)).prepare()
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
