@@ -61,13 +61,14 @@ EDGE_SUITES = {
     ),
     "newest": (
         "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/config/test_vrl.py", "hosts/",
+        "relay/test_hosts.py",
     ),
 }  # fmt: skip
 #: Marked `brackets` (paths under tests/): the suites that start MCP server children,
 #: Computers or redis-servers test after test — the Computer, the Agent, Skills, blobs,
-#: scale-out. tox runs them on the oldest and newest interpreters; the middle ones run the
+#: scale-out, the Agent relay. tox runs them on the oldest and newest interpreters; the middle ones run the
 #: in-process core (protocol, context, the Server, the connection, thread primitives).
-BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/")
+BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/", "relay/")
 TESTS = Path(__file__).resolve().parent
 
 

@@ -53,6 +53,7 @@ EXPECTED = {
     "docs/computer/skills.md": (0, 0),
     "docs/decisions.md": (0, 0),
     "docs/hosts/fork-and-interrupts.md": (3, 4),
+    "docs/hosts/relay.md": (1, 4),
     "docs/development.md": (0, 0),
     "docs/index.md": (0, 0),
     "docs/quick-start.md": (4, 0),

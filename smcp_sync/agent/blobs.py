@@ -28,7 +28,7 @@ from typing import IO, Any, Callable, Union
 
 from ..blobs import chunk_size, file_sha256
 from ..blobs.tool_results import blob_items
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.errors import BlobError, ErrorCode, InternalError
 from ..protocol.models import (
@@ -55,7 +55,7 @@ class BlobMethods:
     """The Agent's blob requests (a mixin: needs the Agent's `name` and `_connection`)."""
 
     name: str
-    _connection: Connection
+    _connection: AgentTransport
 
     def get_blob(
         self,

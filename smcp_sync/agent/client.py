@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from typing import Any, Callable, Mapping
 
 from ..connection.credentials import AuthSource
@@ -36,6 +37,9 @@ from ..connection.session import (
 )
 from ..protocol import events
 from ..protocol.conventions import DEFAULT_TOOL_TIMEOUT
+from ..relay.link import link_for
+from ..relay.place import RelayPlace
+from ..relay.transport import RelayConnection
 from ..protocol.errors import NotFoundError, OfficeError, SMCPError
 from ..protocol.extensions import ExtensionNotSupportedError
 from ..protocol.models import (
@@ -67,6 +71,7 @@ from .requests import DEFAULT_AGENT_REQUEST_TIMEOUT, NotHandledError, ask, new_r
 from .resources import ResourceMethods
 from .skills import SkillMethods
 from .tool_calls import DEFAULT_MAX_CONCURRENT_CALLS, ToolCallFuture, ToolCalls
+from .transport import AgentTransport
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +98,8 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
     answers with a blob handle are fetched before a call returns, up to
     `rehydrate_max_bytes` per answer (`rehydrate_blobs=False`, or `rehydrate=False` on a
     call, keeps the handles: `rehydrate`); `rehydrate_progress(handle, done, total)`
-    follows each such blob as it arrives."""
+    follows each such blob as it arrives. `transport` replaces the Agent's own Socket.IO
+    session (`via_relay` gives the relay's)."""
 
     def __init__(
         self,
@@ -108,6 +114,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         rehydrate_blobs: bool = True,
         rehydrate_max_bytes: int = DEFAULT_REHYDRATE_MAX_BYTES,
         rehydrate_progress: BlobProgress | None = None,
+        transport: AgentTransport | None = None,
     ):
         if not isinstance(name, str) or not name:
             raise ValueError("an Agent needs a non-empty name")
@@ -123,14 +130,65 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self.finder_cache: ComputerCache[GetFinderRet] = ComputerCache(self._cache_updated("finder"))
         #: Each Computer's skills (tuples of `A2CSkillRef`), by computer name.
         self.skill_cache: ComputerCache[tuple[A2CSkillRef, ...]] = ComputerCache(self._cache_updated("skills"))
-        self._connection = Connection("agent", name, auth=auth, headers=headers, reconnect=reconnect)
-        self._dispatcher = SerialThread(f"smcp-agent-{name}-notify")
-        self._refresher = Refresher(f"smcp-agent-{name}-refresh")
-        self._notifications = Notifications(self._connection, self._dispatcher, self._react)
+        if transport is not None and (auth is not None or headers is not None):
+            raise ValueError("auth and headers belong to the transport when one is given")
+        self._connection: AgentTransport = transport or Connection(
+            "agent", name, auth=auth, headers=headers, reconnect=reconnect
+        )
+        self._max_concurrent_calls = max_concurrent_calls
+        self._workers_started = False
         #: Fills blob-backed tool-result items and skill files in (`rehydrate`).
         self._rehydration = Rehydration(self.get_blob, rehydrate_blobs, rehydrate_max_bytes, rehydrate_progress)
-        self._tool_calls = ToolCalls(self._connection, max_concurrent_calls, self._rehydration)
+        self._make_workers()
+        self._notifications = Notifications(self._connection, self._dispatch, self._react)
         self._connection.on_rejoined(lambda office_id: self._request_resync())
+
+    @classmethod
+    def via_relay(
+        cls,
+        name: str,
+        *,
+        url: str,
+        office_id: str,
+        auth: AuthSource = None,
+        headers: Mapping[str, str] | None = None,
+        relay_dir: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Agent:
+        """An Agent that shares the seat `name` in `office_id` at `url` with every process
+        of this host through the Agent relay (gunicorn or Celery workers, Django's
+        reloader pair: an office admits one Agent). Same methods as a direct Agent; the
+        relay (in `relay_dir`, default `relay.place.default_folder()`) is started by the
+        first call that needs it, the seat opened by each process's first call, and a
+        forked child attaches again by itself. `options` are the Agent's (e.g.
+        `prefetch_desktop`). docs/hosts/relay.md."""
+        transport = RelayConnection(
+            name, url=url, office_id=office_id, auth=auth, headers=headers,
+            link=link_for(RelayPlace.at(relay_dir)),
+        )  # fmt: skip
+        agent = cls(name, transport=transport, **options)
+        transport.on_forked(agent._make_workers)
+        agent._start_workers()
+        return agent
+
+    def _make_workers(self) -> None:
+        """The Agent's own threads' owners (callbacks, refreshes, submitted calls): made
+        here, and again in a forked child (`via_relay`), where the parent's threads are not."""
+        started = self._workers_started
+        self._dispatcher = SerialThread(f"smcp-agent-{self.name}-notify")
+        self._refresher = Refresher(f"smcp-agent-{self.name}-refresh")
+        self._tool_calls = ToolCalls(self._connection, self._max_concurrent_calls, self._rehydration)
+        self._workers_started = False
+        if started:
+            self._start_workers()
+
+    def _start_workers(self) -> None:
+        self._dispatcher.start()
+        self._refresher.start()
+        self._workers_started = True
+
+    def _dispatch(self, work: Callable[..., Any], *args: Any) -> bool:
+        return self._dispatcher.submit(work, *args)
 
     def __repr__(self) -> str:
         return f"<Agent {self.name!r} url={self._connection.url and redact_url(self._connection.url)!r} office={self.office_id!r}>"
@@ -149,8 +207,7 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         """Connect to the Server at `url` (websocket). Raises `AuthError` when refused,
         `VersionMismatchError` when it speaks another protocol version (no retry),
         `NotConnectedError` when unreachable."""
-        self._dispatcher.start()
-        self._refresher.start()
+        self._start_workers()
         try:
             self._connection.connect(url, timeout)
         except BaseException:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Literal, Sequence, TypeVar, Union, cast, overload
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..context.dpe_render import render_markdown, render_text
 from ..protocol import events
 from ..protocol.codec import from_wire
@@ -52,7 +52,7 @@ class FinderMethods:
     """The Agent's Finder requests (a mixin: needs the Agent's `_connection`,
     `finder_cache`, `prefetch_finder` and `read_resource_contents`)."""
 
-    _connection: Connection
+    _connection: AgentTransport
     finder_cache: ComputerCache[GetFinderRet]
     prefetch_finder: bool
     read_resource_contents: Callable[..., list[ResourceContents]]

@@ -21,13 +21,12 @@ import logging
 import threading
 from typing import Any, Callable
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.codec import from_wire
 from ..protocol.errors import BadRequestError
 from ..protocol.models import AgentCallData, EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq
 from ..threads.forks import after_fork_in_child
-from ..threads.serial import SerialThread
 
 logger = logging.getLogger(__name__)
 
@@ -45,11 +44,13 @@ NOTIFICATION_MODELS: dict[str, type] = {
 assert set(NOTIFICATION_MODELS) == events.NOTIFY_EVENTS
 
 Reaction = Callable[[str, Any], None]
+#: ``dispatch(work, *args)``: queues work for the Agent's dispatcher thread (False once it is stopped).
+Dispatch = Callable[..., bool]
 
 
 class Notifications:
-    def __init__(self, connection: Connection, dispatcher: SerialThread, reaction: Reaction):
-        self._dispatcher = dispatcher
+    def __init__(self, connection: AgentTransport, dispatch: Dispatch, reaction: Reaction):
+        self._dispatch = dispatch
         self._reaction = reaction
         self._lock = threading.Lock()
         self._callbacks: dict[str, list[Callable[[Any], Any]]] = {event: [] for event in NOTIFICATION_MODELS}
@@ -71,7 +72,7 @@ class Notifications:
 
     def _receiver(self, event: str) -> Callable[[Any], None]:
         def receive(payload: Any) -> None:
-            if not self._dispatcher.submit(self._deliver, event, payload):
+            if not self._dispatch(self._deliver, event, payload):
                 logger.debug("dropped %s: the agent is closed", event)
 
         return receive

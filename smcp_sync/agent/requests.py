@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol.codec import from_wire, to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_REQUEST_TIMEOUT
 from ..protocol.errors import BadRequestError, InternalError, NotFoundError
@@ -41,7 +41,7 @@ def new_req_id() -> str:
     return uuid.uuid4().hex
 
 
-def ask(connection: Connection, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
+def ask(connection: AgentTransport, event: str, request: Any, answer_type: type[T], timeout: float) -> T:
     """Send `request` as `event` and return the answer as `answer_type`."""
     if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
         raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {redact_url(connection.url or '')}")

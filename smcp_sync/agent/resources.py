@@ -15,7 +15,7 @@ import binascii
 import json
 from typing import Any, Mapping, Union
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol import dpe_uri, events, window_uri
 from ..protocol.errors import BadRequestError, InternalError
 from ..protocol.models import (
@@ -41,7 +41,7 @@ CompletionTarget = Union[str, ResourceTemplateReference, PromptReference]
 class ResourceMethods:
     """The Agent's resource requests (a mixin: needs the Agent's `_connection`)."""
 
-    _connection: Connection
+    _connection: AgentTransport
 
     def read_resource(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..connection.session import Connection
+from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.errors import InternalError
 from ..protocol.models import A2CSkillRef, GetSkillReq, GetSkillRet, GetSkillsReq, GetSkillsRet
@@ -25,7 +25,7 @@ class SkillMethods:
     """The Agent's skill requests (a mixin: needs the Agent's `_connection`, `name` and
     `skill_cache`)."""
 
-    _connection: Connection
+    _connection: AgentTransport
     name: str
     skill_cache: ComputerCache[tuple[A2CSkillRef, ...]]
     _rehydration: Rehydration

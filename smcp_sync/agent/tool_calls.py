@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..connection.session import DEFAULT_EMIT_TIMEOUT, Connection
+from ..connection.session import DEFAULT_EMIT_TIMEOUT
+from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.codec import to_wire
 from ..protocol.conventions import AGENT_TIMEOUT_BUFFER, DEFAULT_TOOL_TIMEOUT
@@ -71,7 +72,7 @@ class _InFlight:
 class ToolCalls:
     def __init__(
         self,
-        connection: Connection,
+        connection: AgentTransport,
         max_concurrent: int = DEFAULT_MAX_CONCURRENT_CALLS,
         rehydration: Rehydration | None = None,
     ):

@@ -1,5 +1,6 @@
 """The `smcp-sync` command line: one sub-command module per role (server, computer,
-agent, demo) and one for authorizing an MCP server (authorize), each exposing
+agent, demo), one for authorizing an MCP server (authorize) and one for the Agent relay
+(relay: `agent-relay`), each exposing
 `register(subparsers)` that sets `func` on its parser.
 
 Exit codes: 0 success, 1 runtime failure (unreachable server, refused connection or
@@ -19,10 +20,10 @@ from typing import Iterator, NoReturn, Sequence
 
 from .._version import __version__
 from ..protocol.redaction import redact_text
-from . import agent, authorize, computer, demo, server
+from . import agent, authorize, computer, demo, relay, server
 from .exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
-COMMANDS = (demo, server, computer, authorize, agent)
+COMMANDS = (demo, server, computer, authorize, agent, relay)
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 DEFAULT_LOG_LEVEL = "WARNING"

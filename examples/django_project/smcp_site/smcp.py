@@ -2,7 +2,10 @@
 views share.
 
 An office has room for one Agent (error 4101) and an Agent is thread-safe, so the whole
-process shares one, made on first use.
+process shares one, made on first use. With the Server in another process
+(``SMCP_SERVER_URL``) the Agent is made in the app's `ready()` through the Agent relay,
+so that every process of the site (runserver's reloader pair, gunicorn's workers) shares
+the office's one seat.
 """
 
 from __future__ import annotations
@@ -19,6 +22,18 @@ server = SMCPServer(auth=settings.SMCP_API_KEY)
 
 _agent: Agent | None = None
 _agent_lock = threading.Lock()
+
+
+def make_relay_agent() -> None:
+    """The views' Agent through the Agent relay, when the Server is another process."""
+    global _agent
+    url = settings.SMCP_SERVER_URL
+    if url:
+        key = settings.SMCP_API_KEY
+        with _agent_lock:
+            _agent = Agent.via_relay(
+                AGENT_NAME, url=url, office_id=settings.SMCP_OFFICE, auth={"api_key": key} if key else None
+            )
 
 
 def shared_agent(url: str) -> Agent:

@@ -1,0 +1,398 @@
+"""`Relay`: the one process per host that holds the Agent seats its workers share.
+
+Each worker process attaches with one session socket (the relay pushes its
+notifications there) and one request socket per thread with a request under way; each
+socket has a thread here that reads a request, forwards it on its seat's `Connection`
+(the thread that wrote it waits for the answer, as a direct Agent's caller does) and
+writes the answer back. A socket that closes ends its worker's part: its session's
+seats lose that holder, and a tool call it was waiting for is cancelled
+(`hangups.HangupWatch`). With no worker attached for `idle_timeout` seconds the relay
+leaves its offices and exits; so does `close()` (SIGTERM under `serve_relay`).
+docs/ARCHITECTURE.md, The Agent relay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from multiprocessing.connection import Connection as Channel
+from typing import Any, Callable
+
+from ..connection.session import NotConnectedError
+from ..protocol import events
+from ..protocol.errors import BadRequestError, InternalError, SMCPError
+from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
+from ..threads.serial import SerialThread
+from ..threads.thread_stop import join_stopped
+from ..threads.worker_pool import WorkerPool
+from .hangups import HangupWatch
+from .place import RelayPlace
+from .seats import Seat, SeatKey
+from .wire import HANDSHAKE_TIMEOUT, RelayGone, admit, receive, send, shut
+
+logger = logging.getLogger(__name__)
+
+#: Seconds the relay runs on with no worker attached before it exits.
+DEFAULT_IDLE_TIMEOUT = 300.0
+#: Seconds a seat no worker holds stays in its office.
+DEFAULT_SEAT_LINGER = 60.0
+#: Seconds `close` gives each seat to leave its office.
+SEAT_CLOSE_TIMEOUT = 5.0
+_HOUSEKEEPING_INTERVAL = 0.5
+#: What a worker may ask (wire.py).
+_OPS = ("open", "release", "call", "emit", "status")
+
+
+class RelayRunning(RuntimeError):
+    """Another relay already serves this folder."""
+
+
+class _NotOpen(Exception):
+    """A request names a seat its worker has not opened in this relay (it restarted)."""
+
+
+class _Session:
+    """One worker process: its push socket, written by a thread of its own (a worker
+    that reads slowly holds up only its own notifications)."""
+
+    def __init__(self, token: str, channel: Channel, pid: int) -> None:
+        self.token = token
+        self.channel = channel
+        self.pid = pid
+        self.writer = SerialThread(f"smcp-relay-push-{pid}")
+        self.writer.start()
+
+    def push(self, message: dict[str, Any]) -> None:
+        self.writer.submit(self._write, message)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        try:
+            send(self.channel, message)
+        except RelayGone:
+            pass  # its reader sees the socket close and ends the session
+
+
+class Relay:
+    def __init__(
+        self,
+        place: RelayPlace,
+        *,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        seat_linger: float = DEFAULT_SEAT_LINGER,
+    ) -> None:
+        if idle_timeout <= 0 or seat_linger < 0:
+            raise ValueError(f"idle_timeout must be > 0 and seat_linger >= 0, not {idle_timeout} and {seat_linger}")
+        self.place = place
+        self.idle_timeout = idle_timeout
+        self.seat_linger = seat_linger
+        self._lock = threading.Condition()
+        self._seats: dict[SeatKey, Seat] = {}
+        self._sessions: dict[str, _Session] = {}
+        self._channels: dict[Channel, threading.Thread] = {}
+        self._calls = 0
+        self._idle_since: float | None = time.monotonic()
+        self._stopped = threading.Event()
+        self._closed = False
+        self._lock_fd: int | None = None
+        self._listener: socket.socket | None = None
+        self._threads: list[threading.Thread] = []
+        self._hangups: HangupWatch | None = None
+        self._cancels = WorkerPool("smcp-relay-cancel", max_workers=8, max_idle=1, idle_timeout=5.0)
+        self._authkey = b""
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Take the folder (`RelayRunning` if another relay has it) and listen."""
+        self.place.prepare()
+        self._authkey = self.place.authkey()
+        self._lock_fd = self.place.open_private(self.place.relay_lock)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            raise RelayRunning(f"a relay already serves {self.place.folder}") from None
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = self.place.socket_path
+        if os.path.lexists(path):
+            os.unlink(path)  # left by a relay that was killed: we hold the relay lock
+        previous = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(previous)
+        os.chmod(path, 0o600)
+        listener.listen(128)
+        self._listener = listener
+        self._hangups = HangupWatch()
+        for target, name in ((self._accept, "smcp-relay-accept"), (self._housekeep, "smcp-relay-housekeeping")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        logger.info("agent relay %d listening at %s", os.getpid(), path)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the relay stops by itself (idle) or is closed; True if it did."""
+        return self._stopped.wait(timeout)
+
+    def stop(self) -> None:
+        """Have `wait` return (safe in a signal handler); `close` does the rest."""
+        self._stopped.set()
+
+    def close(self) -> None:
+        """Stop listening, end every worker's sockets, leave every office, stop every thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            seats, self._seats = list(self._seats.values()), {}
+            sessions, self._sessions = list(self._sessions.values()), {}
+            channels = dict(self._channels)
+            self._lock.notify_all()
+        self._stopped.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                shut(self._listener.fileno())
+            self._listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.place.socket_path)
+        for channel in channels:
+            with contextlib.suppress(OSError, ValueError):
+                shut(channel.fileno())
+        for thread in [*self._threads, *channels.values()]:
+            join_stopped(thread, HANDSHAKE_TIMEOUT, "relay thread")
+        for session in sessions:
+            session.writer.stop(SEAT_CLOSE_TIMEOUT)
+        for seat in seats:
+            seat.close(SEAT_CLOSE_TIMEOUT)
+        self._cancels.shutdown(SEAT_CLOSE_TIMEOUT)
+        if self._hangups is not None:
+            self._hangups.close(SEAT_CLOSE_TIMEOUT)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # the next relay may start
+            self._lock_fd = None
+        logger.info("agent relay %d closed (%d seats left their offices)", os.getpid(), len(seats))
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "pid": os.getpid(),
+                "seats": len(self._seats),
+                "sessions": len(self._sessions),
+                "sockets": len(self._channels),
+                "calls": self._calls,
+            }
+
+    # -- threads ---------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                accepted, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            thread = threading.Thread(target=self._serve, args=(accepted,), name="smcp-relay-worker", daemon=True)
+            thread.start()
+
+    def _serve(self, accepted: socket.socket) -> None:
+        channel = admit(accepted, self._authkey)
+        if channel is None:
+            logger.warning("refused a connection that did not prove the relay's key")
+            return
+        with self._lock:
+            if self._closed:
+                channel.close()
+                return
+            self._channels[channel] = threading.current_thread()
+            self._idle_since = None
+        session: _Session | None = None
+        try:
+            hello = receive(channel, HANDSHAKE_TIMEOUT)
+            token = hello.get("session")
+            if not isinstance(token, str) or not token:
+                raise RelayGone("a hello without its session")
+            if hello.get("role") == "session":
+                session = _Session(token, channel, int(hello.get("pid") or 0))
+                with self._lock:
+                    self._sessions[token] = session
+                send(channel, {"ok": {"pid": os.getpid()}})
+                receive(channel, None)  # a session socket says nothing more: this returns at its end
+            else:
+                send(channel, {"ok": {"pid": os.getpid()}})
+                while True:
+                    send(channel, self._answer(token, channel, receive(channel, None)))
+        except (RelayGone, ValueError):
+            pass
+        finally:
+            self._forget(channel, session)
+
+    def _forget(self, channel: Channel, session: _Session | None) -> None:
+        with self._lock:
+            self._channels.pop(channel, None)
+            if session is not None and self._sessions.get(session.token) is session:
+                del self._sessions[session.token]
+            seats = list(self._seats.values())
+            if not self._channels and self._idle_since is None:
+                self._idle_since = time.monotonic()
+        channel.close()
+        if session is not None:
+            for seat in seats:
+                seat.release(session.token)
+            session.writer.stop(HANDSHAKE_TIMEOUT)
+            logger.info("worker %d detached", session.pid)
+
+    def _housekeep(self) -> None:
+        with self._lock:
+            while not self._closed:
+                self._lock.wait(_HOUSEKEEPING_INTERVAL)
+                now = time.monotonic()
+                if self._idle_since is not None and now - self._idle_since >= self.idle_timeout:
+                    logger.info("no worker attached for %gs: the relay exits", self.idle_timeout)
+                    self._stopped.set()
+                    return
+                unheld = [
+                    key for key, seat in self._seats.items()
+                    if seat.unheld_since is not None and now - seat.unheld_since >= self.seat_linger
+                ]  # fmt: skip
+                lingered = [self._seats.pop(key) for key in unheld]
+                if lingered:
+                    self._lock.release()
+                    try:
+                        for seat in lingered:
+                            logger.info("seat %s of office %s unheld: leaving", seat.key.name, seat.key.office_id)
+                            seat.close(SEAT_CLOSE_TIMEOUT)
+                    finally:
+                        self._lock.acquire()
+
+    # -- requests --------------------------------------------------------------------
+
+    def _answer(self, session: str, channel: Channel, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {"ok": self._handle(session, channel, message)}
+        except _NotOpen as exc:
+            return {"error": BadRequestError(str(exc)).to_wire(), "kind": "not_open"}
+        except NotConnectedError as exc:
+            return {"error": exc.to_wire(), "kind": "not_connected"}
+        except SMCPError as exc:
+            return {"error": exc.to_wire()}
+        except (KeyError, TypeError, ValueError) as exc:
+            return {"error": BadRequestError(f"bad relay request: {exc}").to_wire()}
+        except Exception:
+            logger.exception("relay request %r failed", message.get("op"))
+            return {"error": InternalError(f"internal error in the relay while handling {message.get('op')!r}").to_wire()}
+
+    def _handle(self, session: str, channel: Channel, message: dict[str, Any]) -> Any:
+        op = message.get("op")
+        if op not in _OPS:
+            raise ValueError(f"unknown op {op!r:.50}; expected one of {', '.join(_OPS)}")
+        if op == "status":
+            return self.status()
+        key = SeatKey.of(message.get("seat"))
+        agent_id = _text(message, "agent")
+        if op == "open":
+            return self._open(session, key, agent_id, message)
+        if op == "release":
+            with self._lock:
+                seat = self._seats.get(key)
+            if seat is not None:
+                seat.release(session, agent_id)
+            return None
+        seat = self._seat(key)
+        event = _text(message, "event")
+        if op == "emit":
+            seat.connection.emit(event, message.get("payload"))
+            return None
+        return self._call(seat, channel, event, message.get("payload"), _seconds(message.get("timeout")))
+
+    def _open(self, session: str, key: SeatKey, agent_id: str, message: dict[str, Any]) -> Any:
+        auth, headers = message.get("auth"), message.get("headers")
+        if auth is not None and not isinstance(auth, dict) or headers is not None and not isinstance(headers, dict):
+            raise ValueError("auth and headers must be JSON objects or null")
+        wanted = frozenset(e for e in message.get("events") or () if e in events.NOTIFY_EVENTS)
+        with self._lock:
+            if session not in self._sessions:
+                raise ValueError("open before the worker's session socket said hello")
+            seat = self._seats.get(key)
+            if seat is None:
+                seat = self._seats[key] = Seat(key, auth, headers, self._push)
+        return seat.open(session, agent_id, wanted, auth, _seconds(message.get("timeout")))  # a seat that
+        # could not join stays, unheld: the next open tries again, or its linger ends it
+
+    def _seat(self, key: SeatKey) -> Seat:
+        with self._lock:
+            seat = self._seats.get(key)
+        if seat is None or not seat.joined:  # absent, or another worker's open still joining it
+            raise _NotOpen(f"seat {key.name!r} of office {key.office_id!r} at {key.url} is not open in this relay")
+        return seat
+
+    def _call(self, seat: Seat, channel: Channel, event: str, payload: Any, timeout: float) -> Any:
+        connection = seat.connection
+        if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
+            raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {seat.key.url}")
+        req_id = payload.get("req_id") if isinstance(payload, dict) and event == events.TOOL_CALL else None
+        hangups = self._hangups
+        if isinstance(req_id, str) and hangups is not None:
+            hangups.watch(channel.fileno(), functools.partial(self._cancels.submit, self._cancel, seat, req_id))
+        with self._lock:
+            self._calls += 1
+        try:
+            return connection.call(event, payload, timeout)
+        finally:
+            with self._lock:
+                self._calls -= 1
+            if isinstance(req_id, str) and hangups is not None:
+                hangups.unwatch(channel.fileno())
+
+    def _cancel(self, seat: Seat, req_id: str) -> None:
+        """The worker waiting for tool call `req_id` is gone: the Computer stops the call."""
+        logger.info("worker gone during tool call %s: cancelling it", req_id)
+        try:
+            seat.connection.emit(events.CANCEL_TOOL_CALL, {"agent": seat.key.name, "req_id": req_id})
+        except SMCPError as exc:
+            logger.info("could not cancel %s: %s", req_id, exc)
+
+    def _push(self, session: str, message: dict[str, Any]) -> None:
+        with self._lock:
+            target = self._sessions.get(session)
+        if target is not None:
+            target.push(message)
+
+
+def serve_relay(place: RelayPlace, *, idle_timeout: float, seat_linger: float,
+                on_listening: Callable[[], None] | None = None) -> None:
+    """Run a relay until it is idle or SIGTERM/SIGINT arrives (the main thread only)."""
+    relay = Relay(place, idle_timeout=idle_timeout, seat_linger=seat_linger)
+    relay.start()
+    previous = {sig: signal.signal(sig, lambda *_: relay.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if on_listening is not None:
+            on_listening()
+        while not relay.wait(1.0):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        relay.close()
+
+
+def _text(message: dict[str, Any], field: str) -> str:
+    value = message.get(field)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field} must be a non-empty string, not {value!r:.100}")
+    return value
+
+
+def _seconds(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86400:
+        raise ValueError(f"timeout must be a positive number of seconds, not {value!r:.50}")
+    return float(value)
+
