@@ -135,11 +135,11 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
         self._connection: AgentTransport = transport or Connection(
             "agent", name, auth=auth, headers=headers, reconnect=reconnect
         )
-        self._max_concurrent_calls = max_concurrent_calls
-        self._workers_started = False
+        self._dispatcher = SerialThread(f"smcp-agent-{name}-notify")
+        self._refresher = Refresher(f"smcp-agent-{name}-refresh")
         #: Fills blob-backed tool-result items and skill files in (`rehydrate`).
         self._rehydration = Rehydration(self.get_blob, rehydrate_blobs, rehydrate_max_bytes, rehydrate_progress)
-        self._make_workers()
+        self._tool_calls = ToolCalls(self._connection, max_concurrent_calls, self._rehydration)
         self._notifications = Notifications(self._connection, self._dispatch, self._react)
         self._connection.on_rejoined(lambda office_id: self._request_resync())
 
@@ -167,25 +167,14 @@ class Agent(FinderMethods, ResourceMethods, SkillMethods, BlobMethods):
             link=link_for(RelayPlace.at(relay_dir)),
         )  # fmt: skip
         agent = cls(name, transport=transport, **options)
-        transport.on_forked(agent._make_workers)
-        agent._start_workers()
+        agent._start_workers()  # no connect(): the relay's seat is opened by the first call
         return agent
 
-    def _make_workers(self) -> None:
-        """The Agent's own threads' owners (callbacks, refreshes, submitted calls): made
-        here, and again in a forked child (`via_relay`), where the parent's threads are not."""
-        started = self._workers_started
-        self._dispatcher = SerialThread(f"smcp-agent-{self.name}-notify")
-        self._refresher = Refresher(f"smcp-agent-{self.name}-refresh")
-        self._tool_calls = ToolCalls(self._connection, self._max_concurrent_calls, self._rehydration)
-        self._workers_started = False
-        if started:
-            self._start_workers()
-
     def _start_workers(self) -> None:
+        """Start the threads of callbacks and refreshes (in a forked child they forget the
+        parent's and start their own when used: `threads.forks`)."""
         self._dispatcher.start()
         self._refresher.start()
-        self._workers_started = True
 
     def _dispatch(self, work: Callable[..., Any], *args: Any) -> bool:
         return self._dispatcher.submit(work, *args)

@@ -14,8 +14,8 @@ answer fails with `NotConnectedError`, as a direct Agent's does when its connect
 
 Fork: an `os.register_at_fork` hook makes every link in a child forget what it inherited
 without writing a byte on it (its sockets are the parent's; its locks may be held by a
-parent thread that does not exist here); the child's next call attaches afresh, and the
-relay Agents' own threads are made again (`on_forked`).
+parent thread that does not exist here); the child's next call attaches afresh (the relay
+Agents' own threads start afresh there by their own hooks: `threads.forks`).
 """
 
 from __future__ import annotations

@@ -58,7 +58,6 @@ class RelayConnection:
         self._handlers: dict[str, Handler] = {}
         self._rejoined: list[Callable[[str], None]] = []
         self._rejoin_failed: list[Callable[[str, SMCPError], None]] = []
-        self._forked: list[Callable[[], None]] = []
         self._opened_in = 0  # the link generation this seat was opened in (0: not open)
         self._left = False
         self._closed = False
@@ -131,11 +130,6 @@ class RelayConnection:
 
     def on_rejoin_failed(self, callback: Callable[[str, SMCPError], None]) -> None:
         self._rejoin_failed.append(callback)
-
-    def on_forked(self, callback: Callable[[], None]) -> None:
-        """`callback()` in the child of a fork (from `os.register_at_fork`): the owner
-        makes its own threads again there."""
-        self._forked.append(callback)
 
     # -- messages ------------------------------------------------------------------------
 
@@ -229,8 +223,3 @@ class RelayConnection:
 
     def forked(self) -> None:
         self._opened_in = 0
-        for callback in list(self._forked):
-            try:
-                callback()
-            except Exception:
-                logger.exception("after-fork callback %r failed", callback)
