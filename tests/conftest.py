@@ -39,10 +39,15 @@ LEAK_GRACE_SECONDS = 8.0
 #: smaller counts run everywhere; `SMCP_BRACKETS=skip` the `brackets` suites
 #: (`BRACKET_SUITES`); `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`), and
 #: `SMCP_EDGES=oldest` or `newest` the other share (but for its `once` tests, which run
-#: wherever SMCP_ONCE lets them). Any other value runs them. Interop tests are placed by
-#: SMCP_INTEROP alone: it runs them in one environment already, `once` or not, and the
-#: path-based marks leave them out.
-SKIP_SWITCHES = {"interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES", "brackets": "SMCP_BRACKETS"}
+#: wherever SMCP_ONCE lets them). `SMCP_CONFORMANCE=skip` skips the MCP conformance
+#: suite's scenarios (`conformance`, tests/conformance: Node.js and an npm package, the
+#: same on every interpreter; `run` makes a missing Node a failure, not a skip). Any other
+#: value runs them. Interop tests are placed by SMCP_INTEROP alone: it runs them in one
+#: environment already, `once` or not, and the path-based marks leave them out.
+SKIP_SWITCHES = {
+    "interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES", "brackets": "SMCP_BRACKETS",
+    "conformance": "SMCP_CONFORMANCE",
+}  # fmt: skip
 #: Marked `edges` (paths under tests/), in two shares of the suites that drive whole
 #: processes: what must hold under faults and load — hostile and broken clients, killed
 #: processes, MCP server supervision, the test MCP servers' crash and cancel paths, nodes
@@ -69,6 +74,8 @@ EDGE_SUITES = {
 #: scale-out, the Agent relay. tox runs them on the oldest and newest interpreters; the middle ones run the
 #: in-process core (protocol, context, the Server, the connection, thread primitives).
 BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/", "relay/")
+#: Marked `conformance` (paths under tests/): the MCP conformance suite's client scenarios.
+CONFORMANCE_SUITE = "conformance/"
 TESTS = Path(__file__).resolve().parent
 
 
@@ -124,6 +131,8 @@ def _mark_by_path(item: pytest.Item) -> None:
             item.add_marker(pytest.mark.edges(share))
     if where.startswith(BRACKET_SUITES):
         item.add_marker(pytest.mark.brackets)
+    if where.startswith(CONFORMANCE_SUITE):
+        item.add_marker(pytest.mark.conformance)
 
 
 def _skip_reason(item: pytest.Item) -> str | None:

@@ -41,8 +41,9 @@ _ASSIGNMENT_IN_TEXT = re.compile(r"""\b([A-Za-z_][\w.-]*)(=|:[ \t]*)((?:Bearer|B
 
 
 def looks_secret(name: str) -> bool:
-    """Whether a key, header or flag named `name` holds a credential."""
-    return bool(_SECRET_NAME.search(name))
+    """Whether a key, header or flag named `name` holds a credential; of a dotted path
+    (``oauth.mode.issuer``), its last part says (``oauth`` alone names no secret)."""
+    return bool(_SECRET_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def redact_url(url: str, mask: str = REDACTED) -> str:

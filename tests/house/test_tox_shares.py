@@ -87,23 +87,38 @@ def test_the_oldest_and_newest_run_the_path_shares_and_the_middle_ones_the_core(
     assert list(shares.values()) == [["py310"], ["py313"], ["py310", "py313"], list(INTERPRETERS)]
 
 
+def test_the_conformance_suite_runs_in_py312_alone(monkeypatch) -> None:
+    """One environment is enough: the scenarios judge Node's suite against our Computer,
+    the same on every interpreter; py312, the core's, is the shortest."""
+    assert runs_in("conformance/test_x.py", (), monkeypatch) == ["py312"]
+
+
 def test_the_suites_named_for_a_share_exist() -> None:
-    named = [*itertools.chain.from_iterable(conftest.EDGE_SUITES.values()), *conftest.BRACKET_SUITES]
+    named = [
+        *itertools.chain.from_iterable(conftest.EDGE_SUITES.values()), *conftest.BRACKET_SUITES,
+        conftest.CONFORMANCE_SUITE,
+    ]  # fmt: skip
     assert [name for name in named if not (conftest.TESTS / name).exists()] == []
 
 
 def test_each_environment_says_which_shares_it_ran_and_skipped() -> None:
     """The line tests/conftest.py writes under tox for each environment (.ci/run prints it
     beside the pytest summary): the middle interpreters skip the most, and say why."""
-    counts = {"interop": 150, "once": 40, "edges": 300, "brackets": 700}
+    counts = {"interop": 150, "once": 40, "edges": 300, "brackets": 700, "conformance": 30}
     lines = {env: conftest.share_summary(counts, switches) for env, switches in tox_switches().items()}
     assert lines["py311"] == (
         "tox shares (tox.ini): ran the core, interop; skipped once (SMCP_ONCE=skip: 40 tests), "
-        "edges (SMCP_EDGES=skip: 300 tests), brackets (SMCP_BRACKETS=skip: 700 tests)"
+        "edges (SMCP_EDGES=skip: 300 tests), brackets (SMCP_BRACKETS=skip: 700 tests), "
+        "conformance (SMCP_CONFORMANCE=skip: 30 tests)"
     )
     assert lines["py313"] == (
         "tox shares (tox.ini): ran the core, once, the 'newest' share of edges, brackets; "
-        "skipped interop (SMCP_INTEROP=skip: 150 tests), the 'oldest' share of edges (SMCP_EDGES=newest: 300 tests)"
+        "skipped interop (SMCP_INTEROP=skip: 150 tests), the 'oldest' share of edges (SMCP_EDGES=newest: 300 tests), "
+        "conformance (SMCP_CONFORMANCE=skip: 30 tests)"
+    )
+    assert lines["py312"] == (
+        "tox shares (tox.ini): ran the core, conformance; skipped interop (SMCP_INTEROP=skip: 150 tests), "
+        "once (SMCP_ONCE=skip: 40 tests), edges (SMCP_EDGES=skip: 300 tests), brackets (SMCP_BRACKETS=skip: 700 tests)"
     )
     assert lines["py310"].startswith("tox shares (tox.ini): ran the core, the 'oldest' share of edges, brackets; ")
     assert conftest.share_summary(counts, {}) is None  # outside tox every test runs: no line
@@ -111,7 +126,10 @@ def test_each_environment_says_which_shares_it_ran_and_skipped() -> None:
 
 def test_pytest_prints_the_shares_line_before_its_summary(tmp_path: Path) -> None:
     """The hook in a real pytest session, and .ci/summary reading its log as tox writes it."""
-    environment = {**os.environ, "SMCP_INTEROP": "skip", "SMCP_ONCE": "skip", "SMCP_EDGES": "newest", "SMCP_BRACKETS": "run"}
+    environment = {
+        **os.environ, "SMCP_INTEROP": "skip", "SMCP_ONCE": "skip", "SMCP_EDGES": "newest", "SMCP_BRACKETS": "run",
+        "SMCP_CONFORMANCE": "skip",
+    }  # fmt: skip
     chosen = "tests/house/test_tox_shares.py::test_the_suites_named_for_a_share_exist"
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", chosen],

@@ -40,6 +40,11 @@ def test_an_exception_name_before_its_message_is_no_header():
     assert redact_text("X-Auth-Token: Token abc") == f"X-Auth-Token: Token {REDACTED}"
 
 
+def test_a_dotted_config_path_is_secret_by_its_last_part():
+    assert redact_text("no oauth.mode.issuer: its client credentials go to x") == "no oauth.mode.issuer: its client credentials go to x"
+    assert redact_text("oauth.mode.clientSecret: s3") == f"oauth.mode.clientSecret: {REDACTED}"
+
+
 def test_a_command_line_loses_flag_values_assignments_and_url_credentials():
     args = ["--token", "t", "--api-key=k", "--verbose", "PASSWORD=p", "https://u:p@h/?sig=s", "plain"]
     assert redact_args(args) == [

@@ -9,7 +9,7 @@ Secrets are never in the config: ``clientSecretInput`` / ``privateKeyInput`` nam
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NoReturn, Union
+from typing import Any, Literal, Mapping, NoReturn, Union, cast
 from urllib.parse import urlsplit
 
 import attrs
@@ -19,6 +19,9 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
 from .files import ConfigError
 
+#: How an ``identityAssertion`` client may send its secret (``tokenEndpointAuthMethod``).
+SecretMethod = Literal["client_secret_post", "client_secret_basic"]
+SECRET_METHODS: tuple[SecretMethod, ...] = ("client_secret_post", "client_secret_basic")
 #: The JWT algorithms of ``clientCredentialsPrivateKeyJwt`` (as a2c-smcp 0.4.2 lists them).
 JWT_ALGORITHMS = ("RS256", "RS384", "RS512", "ES256", "ES384")
 #: The EC curve each ES* algorithm signs with (RFC 7518 section 3.4).
@@ -54,13 +57,16 @@ class ClientCredentials:
 class IdentityAssertion:
     """Cross-app access: an identity assertion the enterprise's identity provider
     issued (an ID-JAG, RFC 7523 jwt-bearer) exchanged at `issuer` for a token, by a
-    confidential client (`client_id`, `secret_input`). The assertion is the value of
-    `assertion_input`, else what the host's `ClientFeatures.identity_assertion` returns."""
+    confidential client (`client_id`, `secret_input`), its secret sent by `auth_method`
+    (the `mcp` SDK's default, ``client_secret_post``, unless the config says
+    ``client_secret_basic``). The assertion is the value of `assertion_input`, else what
+    the host's `ClientFeatures.identity_assertion` returns."""
 
     client_id: str
     secret_input: str
     issuer: str
     assertion_input: str | None = None
+    auth_method: SecretMethod = "client_secret_post"
 
 
 OAuthMode = Union[AuthorizationCode, ClientCredentials, IdentityAssertion]
@@ -75,7 +81,10 @@ _SHAPES: dict[tuple[Any, Any], tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("clientId", "privateKeyInput"),
         ("algorithm", "tokenEndpointAudience", "issuer"),
     ),
-    ("identityAssertion", None): (("clientId", "clientSecretInput", "issuer"), ("assertionInput",)),
+    ("identityAssertion", None): (
+        ("clientId", "clientSecretInput", "issuer"),
+        ("assertionInput", "tokenEndpointAuthMethod"),
+    ),
 }
 
 
@@ -107,7 +116,11 @@ def oauth_mode(mode: Any, server: str) -> OAuthMode:
     if kind[0] == "authorizationCode":
         return AuthorizationCode(mode.get("clientId"), mode.get("clientSecretInput"), mode.get("url"))
     if kind[0] == "identityAssertion":
-        return IdentityAssertion(mode["clientId"], mode["clientSecretInput"], mode["issuer"], mode.get("assertionInput"))
+        method = mode.get("tokenEndpointAuthMethod", SECRET_METHODS[0])
+        if method not in SECRET_METHODS:
+            _refuse(server, "oauth.mode.tokenEndpointAuthMethod", f"one of {', '.join(SECRET_METHODS)}")
+        secret, assertion = mode["clientSecretInput"], mode.get("assertionInput")
+        return IdentityAssertion(mode["clientId"], secret, mode["issuer"], assertion, cast(SecretMethod, method))
     algorithm = mode.get("algorithm", "RS256")
     if algorithm not in JWT_ALGORITHMS:
         _refuse(server, "oauth.mode.algorithm", f"one of {', '.join(JWT_ALGORITHMS)}")

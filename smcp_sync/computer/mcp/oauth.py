@@ -537,7 +537,8 @@ def _provider(
     if isinstance(mode, IdentityAssertion):
         assertion = _identity_assertion(mode, config.bundle_id or config.name, secrets, identity_assertion)
         return _IdentityAssertion(
-            url, storage, mode.client_id, secrets[mode.secret_input], mode.issuer, assertion, scope=scope
+            url, storage, mode.client_id, secrets[mode.secret_input], mode.issuer, assertion, scope=scope,
+            token_endpoint_auth_method=mode.auth_method,
         ).configure(storage.server, secrets, options.resource, handlers is None)
     if isinstance(mode, ClientCredentials):
         with warnings.catch_warnings():  # without an issuer the SDK warns; resolve_secrets logged it

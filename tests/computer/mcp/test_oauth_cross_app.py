@@ -53,9 +53,15 @@ def id_jag(audience: str, resource: str, key: str = IDP_PRIVATE) -> str:
     return jwt.encode({**claims, "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex}, key, algorithm="RS256")
 
 
-def cross_app_computer(url: str, issuer: AuthorizationServer, assertion: str | None = None, **options: Any) -> Computer:
-    client_id, secret = issuer.add_client("client_secret_post")
+def cross_app_computer(
+    url: str, issuer: AuthorizationServer, assertion: str | None = None, method: str | None = None, **options: Any
+) -> Computer:
+    """A Computer whose client is registered to send its secret by `method` (None: the
+    mode's default, ``client_secret_post``; else the mode's ``tokenEndpointAuthMethod``)."""
+    client_id, secret = issuer.add_client(method or "client_secret_post")
     mode = {"type": "identityAssertion", "clientId": client_id, "clientSecretInput": "oauth_secret", "issuer": issuer.url}
+    if method is not None:
+        mode["tokenEndpointAuthMethod"] = method
     values = {"oauth_secret": secret}
     if assertion is not None:
         mode["assertionInput"] = "id_jag"
@@ -97,6 +103,21 @@ def test_an_assertion_from_the_hosts_callable_at_each_exchange(
         issuer.revoke_everything()  # the token is gone: a new assertion is asked for
         assert host.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
     assert asked == [IdentityAssertionRequest("locked", issuer.url, protected)] * 2
+
+
+def test_a_client_registered_for_client_secret_basic_sends_its_secret_so(
+    issuer: AuthorizationServer, protected: str, no_leaks: None
+) -> None:
+    """``tokenEndpointAuthMethod`` (the conformance suite's authorization server accepts
+    only client_secret_basic); the tests' authorization server refuses any other method."""
+    exchanges = issuer.grants[JWT_BEARER]
+    with cross_app_computer(protected, issuer, id_jag(issuer.url, protected), "client_secret_basic") as host:
+        host.start()
+        assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
+    assert issuer.grants[JWT_BEARER] == exchanges + 1
+    with pytest.raises(ConfigError) as refused:
+        cross_app_computer(protected, issuer, "an assertion", "private_key_jwt")
+    assert refused.value.details == {"field": "oauth.mode.tokenEndpointAuthMethod", "mcp_server": "locked"}
 
 
 def test_without_an_assertion_input_or_a_callable_the_config_is_refused(
