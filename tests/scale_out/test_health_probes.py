@@ -1,7 +1,8 @@
 """`/health/ready` of a Server node on a real `redis-server`: 503 within a bound when
 Redis hangs (SIGSTOP) or is killed, 200 again once it is back (after a restart: once the
 node has written its members back); `/health/live` answers 200 throughout. And the
-registry's metrics: epoch changes, write-backs, lookups of another node's members."""
+registry's metrics: epoch changes, write-backs (written and refused), purges of a dead
+node's members, lookups of another node's members."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from smcp_sync import Agent, SMCPServer
 from smcp_sync.connection.session import ReconnectPolicy
 from smcp_sync.protocol import events
 
+from .node import node as node_on
 from .parts import RedisServer, redis_server
 
 pytestmark = pytest.mark.timeout(120)
@@ -27,6 +29,9 @@ NODE_TTL = 5.0  # redis_registry.DEFAULT_NODE_TTL
 #: probe's own time on a loaded machine.
 BOUND = NODE_TTL + 3.0
 TIMEOUT = 20.0
+#: A heartbeat every 900 s: the test beats.
+IDLE_TTL = 3600.0
+NO_RECONNECT = ReconnectPolicy(enabled=False)
 
 
 @contextlib.contextmanager
@@ -107,3 +112,33 @@ def test_a_member_of_another_node_is_looked_up_once(no_leaks):
         samples = scrape(a.url)
     assert value(samples, "smcp_registry_lookup_duration_seconds_count") == 1
     assert value(samples, "smcp_requests_total", event="client:get_tools", code="ok") == 3
+
+
+def test_a_dead_nodes_members_purged_and_a_taken_place_refused_are_counted_exactly(no_leaks):
+    """Node A is declared dead (its heartbeat gone, as when its TTL runs out while it
+    stalls): B purges its three members; a Computer on B takes the name of one; A, beating
+    again, writes two back and is refused the third."""
+    members = [("computer", "pc", "o1"), ("computer", "pc2", "o2"), ("agent", "agent", "o2")]
+    with (
+        redis_server() as redis,
+        node_on(redis.url, None, IDLE_TTL) as a,
+        node_on(redis.url, None, IDLE_TTL) as b,
+        contextlib.ExitStack() as clients,
+    ):
+        a.start()
+        b.start()
+        for role, name, office in members:
+            clients.enter_context(joined_connection(role, name, a.url, office, timeout=TIMEOUT, reconnect=NO_RECONNECT))
+        redis.command("DEL", a.registry.prefix + f"alive:{a.registry.incarnation}")
+        b.registry.beat()
+        purged = scrape(b.url)
+        with joined_connection("computer", "pc", b.url, "o1", timeout=TIMEOUT, reconnect=NO_RECONNECT):
+            a.registry.beat()
+            written_back = scrape(a.url)
+    assert value(purged, "smcp_registry_purged_members_total") == 3
+    assert value(purged, "smcp_office_leaves_total", role="computer", reason="purged") == 2
+    assert value(purged, "smcp_office_leaves_total", role="agent", reason="purged") == 1
+    assert value(written_back, "smcp_registry_write_backs_total", outcome="refused") == 1
+    assert value(written_back, "smcp_registry_write_backs_total", outcome="written") == 2
+    assert value(written_back, "smcp_registry_epoch_changes_total") == 1
+    assert value(written_back, "smcp_registry_purged_members_total") == 0

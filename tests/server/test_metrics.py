@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 import pytest
 import socketio
@@ -22,7 +23,7 @@ from smcp_sync.threads.worker_pool import WorkerPool
 
 from .http_probe import get
 from .metrics_scrape import scrape, value
-from .peers import Peer
+from .peers import Peer, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -134,3 +135,46 @@ def test_refused_keys_are_counted_checked_or_backed_off(no_leaks):
         samples = scrape(server.url)
     checked, unchecked = value(samples, "smcp_auth_failures_total"), value(samples, "smcp_auth_backoff_refusals_total")
     assert checked + unchecked == 3 and checked >= 1 and unchecked >= 1
+
+
+def test_bytes_count_each_socketio_packet_received_and_sent(no_leaks):
+    """The Server receives exactly the packets a real Agent's Engine.IO client sent (its
+    join, with an office id of known size, and the office listing the Agent asks for on
+    joining), and sends exactly the answers that client received."""
+    office = "o" * 200
+    with serving() as server, Agent("a1") as agent:
+        agent.connect(server.url, timeout=T)
+        sent, received = wire_of(agent)
+        before = scrape(server.url)
+        agent.join_office(office, timeout=T)
+        wait_until(lambda: len(received) == 2)  # the join's answer, the listing's
+        after = scrape(server.url)
+        sent, received = list(sent), list(received)  # not the leave's DISCONNECT
+    assert [packet.partition('",')[0] for packet in sent] == ['2/smcp,1["server:join_office', '2/smcp,2["server:list_room']
+    assert [packet[:9] for packet in received] == ["3/smcp,1[", "3/smcp,2["]
+    assert office in sent[0]
+    moved_in = value(after, "smcp_received_bytes_total") - value(before, "smcp_received_bytes_total")
+    moved_out = value(after, "smcp_sent_bytes_total") - value(before, "smcp_sent_bytes_total")
+    assert moved_in == sum(len(packet.encode()) for packet in sent) > 200
+    assert moved_out == sum(len(packet.encode()) for packet in received)
+
+
+def wire_of(agent: Agent) -> tuple[list[str], list[str]]:
+    """The Socket.IO packets `agent`'s own Engine.IO client sends and receives from now
+    on, as they go on and come off the wire."""
+    eio = agent._connection._sio.eio
+    sent: list[str] = []
+    received: list[str] = []
+    send, trigger = eio.send, eio._trigger_event
+
+    def sending(data: str) -> None:
+        sent.append(data)
+        send(data)
+
+    def triggered(event: str, *args: Any, **kwargs: Any) -> Any:
+        if event == "message":
+            received.append(args[0])
+        return trigger(event, *args, **kwargs)
+
+    eio.send, eio._trigger_event = sending, triggered
+    return sent, received

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ...protocol import events
@@ -70,6 +70,15 @@ class ServerMetrics(MembershipWatcher):
             "smcp_registry_write_backs", "Members written back to Redis, by outcome (written, refused)", ["outcome"], registry=r
         )
         self._purged = Counter("smcp_registry_purged_members", "Members of dead Server nodes purged by this one", registry=r)
+        #: `inc(size)` of each message received and sent, for the Engine.IO server (`view`).
+        self.received = Counter(
+            "smcp_received_bytes", "Bytes of the Socket.IO packets received (Engine.IO messages: no framing, no pings)",
+            registry=r,
+        ).inc  # fmt: skip
+        self.sent = Counter(
+            "smcp_sent_bytes", "Bytes of the Socket.IO packets sent to clients (Engine.IO messages: no framing, no pings)",
+            registry=r,
+        ).inc  # fmt: skip
         self._answers: dict[tuple[str, str], tuple[Any, Any]] = {}
         r.register(_Levels(sio, registry, pending))
         #: ``GET /metrics``: prometheus_client's app (the format the scraper asks for).
@@ -121,14 +130,14 @@ class ServerMetrics(MembershipWatcher):
 
 
 class _Levels(Collector):
-    """What is now, read at each scrape."""
+    """What is now, and the counts kept by the Server itself, read at each scrape."""
 
     def __init__(self, sio: Any, registry: OfficeRegistry, pending: Callable[[], int]) -> None:
         self._sio = sio
         self._registry = registry
         self._pending = pending
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         sessions = self._registry.local_sessions()
         by_role = GaugeMetricFamily(
             "smcp_sessions", "Socket.IO sessions of /smcp on this process, by role (none: not joined yet)", labels=["role"]
@@ -147,6 +156,15 @@ class _Levels(Collector):
         yield GaugeMetricFamily(
             "smcp_pending_requests", "Requests forwarded to a Computer and not answered yet", value=self._pending()
         )
+        failures = CounterMetricFamily(
+            "smcp_send_failures",
+            "Messages for a client not sent, by kind (failed: the write failed, the connection was dropped; "
+            "closed: the session was closing)",
+            labels=["kind"],
+        )
+        for kind, count in self._sio.eio.send_failures.snapshot().items():
+            failures.add_metric([kind], count)
+        yield failures
         ready = GaugeMetricFamily(
             "smcp_registry_ready", "1 while the office registry takes joins (with Redis: reachable and settled)"
         )

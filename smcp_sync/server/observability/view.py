@@ -46,6 +46,7 @@ class OperatorView:
         if self.metrics is not None:
             registry.observer = self.metrics
             sio.refused_busy = self.metrics.refused_busy
+            sio.eio.message_received, sio.eio.message_sent = self.metrics.received, self.metrics.sent
             sio.auth_failures.refused_backed_off = self.metrics.refused_backed_off
         self.admin = AdminInstrumentation(sio, options.admin) if options.admin is not None else None
 

@@ -92,6 +92,9 @@ class StoppableEngineIO(engineio.Server):
         #: more is sent to them.
         self._being_dropped: set[str] = set()
         self.send_failures = SendFailures()
+        #: Told the size in bytes of each message received, and of each one sent (metrics), when set.
+        self.message_received: Callable[[int], None] | None = None
+        self.message_sent: Callable[[int], None] | None = None
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
 
     def sleep(self, seconds: float = 0) -> None:
@@ -170,9 +173,11 @@ class StoppableEngineIO(engineio.Server):
         (`_CuttableWebSocket.send_at_once`), else queued for the writer. It never raises
         into the emitting thread (python-socketio's emit loop would stop at this
         recipient): a send that fails drops this connection, and each failure is counted
-        (`send_failures`)."""
+        (`send_failures`). Every message sent passes here (`message_sent`)."""
         if self._dropping or sid in self._being_dropped:
             return
+        if self.message_sent is not None:  # before the write: the client may act on it before this returns
+            self.message_sent(_size(pkt.data))
         try:
             websocket = self._websockets.get(sid)
             if websocket is not None and websocket.send_at_once(pkt):
@@ -196,9 +201,12 @@ class StoppableEngineIO(engineio.Server):
         (`protocol.extensions`), so an Agent learns what this Server routes before its
         first request. Engine.IO builds that packet inline and queues it just before it
         triggers `connect`, with no hook in between, so it is amended in the queue here
-        (it is encoded only when sent, after this returns)."""
+        (it is encoded only when sent, after this returns). Each message is measured
+        (`message_received`) here, where every transport hands it on."""
         if event == "connect":
             self._advertise_extensions(args[0])
+        elif event == "message" and self.message_received is not None:
+            self.message_received(_size(args[1]))
         return super()._trigger_event(event, *args, **kwargs)
 
     def _advertise_extensions(self, eio_sid: str) -> None:
@@ -365,6 +373,14 @@ def _ping(sock: EngineIOSocket) -> None:
             sock.send(engineio.packet.Packet(engineio.packet.PING))
         except SocketIsClosedError:  # closed since the check: no ping is due
             pass
+
+
+def _size(data: Any) -> int:
+    """The bytes of an Engine.IO message: a text one as UTF-8 (`isascii` reads a flag
+    CPython keeps, so the usual JSON, all ASCII, is not encoded again to be measured)."""
+    if isinstance(data, str):
+        return len(data) if data.isascii() else len(data.encode())
+    return len(data)
 
 
 def _query_sid(query: str) -> str | None:

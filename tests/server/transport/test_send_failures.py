@@ -1,6 +1,7 @@
 """A send to one client never stops a broadcast or a routed answer: a write that fails
-drops that client and is counted (`SMCPServer.send_failures`), never raised into the
-thread that emits, and every other recipient still gets the message.
+drops that client and is counted (`SMCPServer.send_failures`, and the metric
+smcp_send_failures_total), never raised into the thread that emits, and every other
+recipient still gets the message.
 
 The windows where a send used to raise are narrow (a websocket upgrade under way, a
 close frame being read, a session closing): the churn tests switch threads every 10 µs
@@ -25,6 +26,7 @@ from smcp_sync.protocol.events import NAMESPACE
 from smcp_sync.server import InMemoryRegistry
 from smcp_sync.server.handlers.offices import office_room
 
+from ..metrics_scrape import scrape, value
 from ..peers import Peer, wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -154,6 +156,9 @@ def test_a_write_to_a_vanished_client_fails_is_counted_and_drops_it_and_the_broa
             server.sio.emit(NOTICE, {"computer": "c", "seq": sent}, to=office_room("office-1"), namespace=NAMESPACE)
             sent += 1
         assert server.send_failures.snapshot()["failed"] >= 1
+        samples = scrape(server.url)  # the counts as the metric shows them
+        assert value(samples, "smcp_send_failures_total", kind="failed") == server.send_failures.failed >= 1
+        assert value(samples, "smcp_send_failures_total", kind="closed") == server.send_failures.closed
     finally:
         registry.release.set()
     assert_every_notice_reached(stayers, sent)
