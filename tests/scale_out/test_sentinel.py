@@ -73,7 +73,8 @@ def test_nodes_share_offices_through_a_redis_spoken_to_over_tls(tmp_path: Path, 
         agent.connect(a.url, timeout=TIMEOUT)
         agent.join_office("tls", timeout=TIMEOUT)
         stack.enter_context(named_computer(b.url, "tls", "pc"))
-        assert answered_by(agent, "pc") == "pc"  # through the message queue
+        # through the message queue (the first call waits for node b's TLS subscription)
+        wait_until(lambda: answered_by(agent, "pc") == "pc", TIMEOUT, "a call across the nodes")
         assert listed(agent) == {("agent", "agent"), ("computer", "pc")}  # through the registry
         redis.command("FLUSHALL")
         wait_until(lambda: listed(agent) == {("agent", "agent"), ("computer", "pc")}, TIMEOUT, "written back")

@@ -36,8 +36,10 @@ from ..helpers import FAST, http_config, start_http_server, stop
 pytestmark = pytest.mark.timeout(90)
 
 OAUTH_SERVER = str(Path(__file__).parents[2] / "mcp_servers" / "oauth_server.py")
-#: Tokens live this long: the scenario waits it out once, to see a refresh.
-TTL = 2.0
+#: Tokens live this long: the scenario waits it out once, to see a refresh. Long enough
+#: for an authorization's first requests on a loaded machine (at 2 s, a token issued by
+#: `authorize` expired before its tools/list under load in CI: a 401, not a refresh).
+TTL = 4.0
 OAUTH = {
     "scopes": ["tools"],
     "clientName": "smcp_sync tests",
