@@ -44,9 +44,10 @@ from smcp_sync.server import RedisOptions
 
 config = {"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [sys.argv[1]]}}
 redis_url = sys.argv[2] if len(sys.argv) > 2 else None
+redis = RedisOptions(redis_url) if redis_url else None
 with (
-    SMCPServer(redis=RedisOptions(redis_url)) as server,
-    SMCPServer(redis=RedisOptions(redis_url)) as other,
+    SMCPServer(redis=redis) as server,
+    SMCPServer(redis=redis) as other,
     Computer("pc", [config], confirm=allow_all) as computer,
     Agent("a1") as agent,
 ):

@@ -21,7 +21,7 @@ CHILD_TIMEOUT = 30.0
 CHILD = """
 import json, logging, sys
 from smcp_sync import SMCPServer
-from smcp_sync.server import ServerLimits
+from smcp_sync.server import RedisOptions, ServerLimits
 from smcp_sync.server.auth import APIKeyAuth
 
 options = json.loads(sys.argv[1])
@@ -40,7 +40,8 @@ class CountingAuth:
 
 key = options.pop("key", None)
 limits = ServerLimits(**options.pop("limits", {}))
-server = SMCPServer(auth=CountingAuth(key) if key else None, limits=limits, **options)
+redis = RedisOptions(options.pop("redis")) if "redis" in options else None
+server = SMCPServer(auth=CountingAuth(key) if key else None, limits=limits, redis=redis, **options)
 print(server.start(), flush=True)
 for line in sys.stdin:
     if line.strip() == "state":

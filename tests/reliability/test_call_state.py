@@ -174,7 +174,7 @@ def test_no_per_call_state_stays_after_calls_are_answered_time_out_or_lose_their
 
 def test_no_per_call_state_stays_for_computers_on_another_server_process(server_process):
     with redis_server() as redis:
-        options = {"redis_url": redis.url, "tool_call_buffer": 0.0, "max_connections_per_ip": None}
+        options = {"redis": redis.url, "tool_call_buffer": 0.0, "limits": {"max_connections_per_ip": None}}
         callers, hosts = server_process(**options), server_process(**options)
         peers: list[RawPeer] = []
         try:
