@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from smcp_sync.computer import BlobOptions
 
 OFFICE = "blob-bench"
 TIMEOUT = 60.0
@@ -63,7 +64,7 @@ def computer_role(url: str, source: str, landing: str) -> None:
     from smcp_sync import Computer
     from smcp_sync.blobs import from_path
 
-    with Computer("bench-pc", landing_folder=landing, upload_max_bytes=1 << 40) as computer:
+    with Computer("bench-pc", blobs=BlobOptions(landing_folder=landing, upload_max_bytes=1 << 40)) as computer:
         computer.connect(url, OFFICE, timeout=TIMEOUT)
         handle = computer.blobs.mint(from_path(source), office_id=OFFICE, agent="bench", mime_type="").handle
         say(handle=handle, baseline_mb=rss_mb())

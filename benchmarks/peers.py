@@ -8,7 +8,8 @@ read the Server's RSS and threads without the clients' own.
 Roles:
 
 * ``smcp-server [--redis URL] [--options JSON] [--observability off|on]``:
-  `SMCPServer(**options).start()` (werkzeug, threading mode) on 127.0.0.1:0, without the
+  `SMCPServer(**options).start()` (werkzeug, threading mode; the fields of
+  `ServerLimits` among the options are its `limits`) on 127.0.0.1:0, without the
   per-address cap (every client of a benchmark comes from 127.0.0.1); with ``--redis`` a
   node of a scale-out sharing that Redis; ``--observability off``: no metrics and no
   audit trail, ``on``: metrics and the audit trail written as JSON lines (to
@@ -39,6 +40,8 @@ import sys
 import threading
 from typing import Any
 
+import attrs
+
 RAW_NAMESPACE = "/bench"
 
 
@@ -64,9 +67,11 @@ def wait_for_stop() -> None:
 
 
 def run_smcp_server(args: argparse.Namespace) -> None:
-    from smcp_sync.server import SMCPServer
+    from smcp_sync.server import RedisOptions, SMCPServer
 
-    options = {"max_connections_per_ip": None, "redis_url": args.redis, **json.loads(args.options)}
+    options = _keywords({"max_connections_per_ip": None, **json.loads(args.options)})
+    if args.redis:
+        options["redis"] = RedisOptions(args.redis)
     if args.observability is not None:
         options["observability"] = _observability(args.observability == "on")
     server = SMCPServer(**options)
@@ -74,6 +79,16 @@ def run_smcp_server(args: argparse.Namespace) -> None:
     emit({"event": "ready", "url": url, "pid": os.getpid()})
     wait_for_stop()
     server.stop()
+
+
+def _keywords(options: dict[str, Any]) -> dict[str, Any]:
+    """`SMCPServer`'s keywords from the JSON a benchmark gives: the fields of
+    `ServerLimits` among them are its `limits`."""
+    from smcp_sync.server import ServerLimits
+
+    fields = attrs.fields_dict(ServerLimits)
+    limits = {name: options.pop(name) for name in list(options) if name in fields}
+    return {**options, "limits": ServerLimits(**limits)}
 
 
 def _observability(on: bool) -> Any:
@@ -114,7 +129,7 @@ def run_smcp_serve(args: argparse.Namespace) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=stop_on_eof, name="bench-stdin", daemon=True).start()
-    SMCPServer(**json.loads(args.options)).serve(
+    SMCPServer(**_keywords(json.loads(args.options))).serve(
         port=0, mode=args.mode, threads=args.threads, connections=args.connections, on_ready=ready
     )
 

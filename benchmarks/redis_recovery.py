@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scale_out.parts import RedisServer, SentinelGroup, populate, redis_binary
+from smcp_sync.server import RedisOptions, ServerLimits
 
 #: Members per node measured, and with --quick.
 MEMBERS, QUICK_MEMBERS = (1_000, 3_000, 10_000), (300,)
@@ -47,8 +48,8 @@ def _recovery(members: int) -> dict[str, Any]:
     binary = redis_binary()
     assert binary is not None  # scale_out.available() was asked
     with RedisServer(binary) as shared, contextlib.ExitStack() as stack:
-        a = stack.enter_context(SMCPServer(redis_url=shared.url, max_connections_per_ip=None))
-        b = stack.enter_context(SMCPServer(redis_url=shared.url, max_connections_per_ip=None))
+        a = stack.enter_context(SMCPServer(redis=RedisOptions(shared.url), limits=ServerLimits(max_connections_per_ip=None)))
+        b = stack.enter_context(SMCPServer(redis=RedisOptions(shared.url), limits=ServerLimits(max_connections_per_ip=None)))
         a.start(), b.start()
         offices = populate(a.registry, members, PER_OFFICE)
         agents = sorted(offices)[::10]

@@ -41,6 +41,7 @@ from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.computer import allow_all
 from smcp_sync.relay.link import relay_status
 from smcp_sync.relay.place import RelayPlace
+from smcp_sync.server import ServerLimits
 from tests.mcp_servers import TOOL_SERVER
 
 from .loadgen import summarize
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     folder = tempfile.mkdtemp(prefix="bench-relay-", dir="/tmp")
     os.rmdir(folder)
     tools = {"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [TOOL_SERVER]}}
-    with SMCPServer(max_connections_per_ip=None) as server:  # the seats all come from one address
+    with SMCPServer(limits=ServerLimits(max_connections_per_ip=None)) as server:  # the seats all come from one address
         url = server.start()
         with contextlib.ExitStack() as stack:
             for office, name in OFFICES.values():

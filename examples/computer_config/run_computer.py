@@ -24,6 +24,7 @@ from pathlib import Path
 
 from smcp_sync import BadRequestError, Computer, MCPServerInput, SMCPError
 from smcp_sync.computer import InputError
+from smcp_sync.computer import Inputs
 
 DEFAULT_CONFIG = Path(__file__).with_name("mcp_servers.json")
 
@@ -59,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        computer = Computer(args.name, config=args.config, input_values=dict(args.input), input_resolver=value_from_env)
+        computer = Computer(args.name, config=args.config, inputs=Inputs(values=dict(args.input), resolver=value_from_env))
     except InputError as exc:
         input_id = exc.details.get("input", "ID")
         print(f"{exc.message}\n  set it with --input {input_id}=VALUE or ${env_name(input_id)}", file=sys.stderr)

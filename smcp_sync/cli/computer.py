@@ -125,7 +125,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
     """The Computer of --config / --inputs / --input (with `only`, of that server alone).
     A configuration error names the file and, for a server config, the server; the
     field is in the codec's message."""
-    from ..computer import Computer, InputMemory, NoOneConfirms, allow_all
+    from ..computer import BlobOptions, Computer, InputMemory, Inputs, NoOneConfirms, SkillsOptions, allow_all
     from ..computer.config.files import ConfigError, load_config, load_inputs, server_bundle_id
 
     values = dict(_assignment(text) for text in args.input)
@@ -136,15 +136,11 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
     inputs = [*config.inputs, *(_in_file(args.inputs, load_inputs) if args.inputs else ())]
     computer = Computer(
         args.name,
-        inputs=inputs,
-        input_values=values,
-        input_resolver=_ask_on_terminal if sys.stdin.isatty() else None,
-        input_memory=None if args.forget_inputs else InputMemory(),
-        landing_folder=args.landing_folder,
-        user_skills=args.user_skills,
-        skill_home=args.skill_home,
         confirm=allow_all if args.allow_all_tools else NoOneConfirms(NO_ONE_CONFIRMS),
         client_features=_terminal_features() if sys.stdin.isatty() else None,
+        inputs=Inputs(definitions=inputs, values=values, resolver=_ask_on_terminal if sys.stdin.isatty() else None, memory=None if args.forget_inputs else InputMemory()),
+        blobs=BlobOptions(landing_folder=args.landing_folder),
+        skills=SkillsOptions(user_folder=args.user_skills, home=args.skill_home),
     )
     for index, server in enumerate(servers):
         try:

@@ -25,8 +25,10 @@ from ..server.limits.limits import (
     DEFAULT_SERVE_CONNECTIONS,
     DEFAULT_SERVE_THREADS,
     SERVE_MODES,
+    ServerLimits,
 )
 from ..server.observability import AdminUI, Observability
+from ..server.scale_out.redis_options import RedisOptions
 from .exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from .options import add_api_key, add_json, fail, port_number, port_problem, positive_count, positive_seconds
 
@@ -187,23 +189,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         auth = None
         print("smcp-sync server: no API key given: every client is accepted", file=sys.stderr)
+    if args.redis_prefix and not args.redis:
+        return fail("server", "--redis-prefix names a deployment in Redis: give --redis too", EXIT_USAGE)
     try:
         server = SMCPServer(
             auth=auth,
+            limits=_limits(args),
+            redis=RedisOptions(args.redis, prefix=args.redis_prefix) if args.redis else None,
+            observability=Observability(admin=_admin(args)),
             request_timeout=args.request_timeout,
             require_client_version=args.require_client_version,
-            redis_url=args.redis,
-            redis_prefix=args.redis_prefix,
-            handshake_timeout=args.handshake_timeout,
-            header_timeout=args.header_timeout,
-            max_connections_per_ip=args.max_connections_per_ip or None,
-            max_send_backlog=args.max_send_backlog,
-            max_unauthenticated_bytes=args.max_unauthenticated_bytes,
-            max_auth_failures_per_socket=args.max_auth_failures_per_socket,
-            max_auth_failures_per_ip=args.max_auth_failures_per_ip or None,
-            observability=Observability(admin=_admin(args)),
         )
-    except (RuntimeError, ValueError) as exc:  # no redis client; a Redis URL of no accepted form
+    except (RuntimeError, ValueError) as exc:  # no redis client; a Redis URL of no accepted form; a bad bound
         return fail("server", str(exc), EXIT_FAILURE)
     try:
         server.serve(
@@ -217,6 +214,19 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError as exc:  # --mode gevent without gevent installed
         return fail("server", str(exc), EXIT_FAILURE)
     return EXIT_OK
+
+
+def _limits(args: argparse.Namespace) -> ServerLimits:
+    """The bounds the options give; 0 turns a per-address one off."""
+    return ServerLimits(
+        handshake_timeout=args.handshake_timeout,
+        header_timeout=args.header_timeout,
+        max_connections_per_ip=args.max_connections_per_ip or None,
+        max_send_backlog=args.max_send_backlog,
+        max_unauthenticated_bytes=args.max_unauthenticated_bytes,
+        max_auth_failures_per_socket=args.max_auth_failures_per_socket,
+        max_auth_failures_per_ip=args.max_auth_failures_per_ip or None,
+    )
 
 
 def _admin(args: argparse.Namespace) -> AdminUI | None:

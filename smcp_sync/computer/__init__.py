@@ -21,6 +21,7 @@ from .mcp.failures import MCPServerError
 from .mcp.manager import ServerManager
 from .mcp.oauth import IdentityAssertionRequest, OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
+from .options import BlobOptions, ChannelOptions, Inputs, SkillsOptions
 from .mcp.status import (
     ComputerNotRunningError,
     ServerCapabilities,
@@ -34,6 +35,8 @@ from .tools.calls import NoOneConfirms, PendingToolCall, allow_all
 from .tools.history import ToolCallRecord
 
 __all__ = [
+    "BlobOptions",
+    "ChannelOptions",
     "ClientFeatures",
     "Computer",
     "ComputerConfig",
@@ -45,6 +48,7 @@ __all__ = [
     "FormElicitation",
     "IdentityAssertionRequest",
     "InputError",
+    "Inputs",
     "InputMemory",
     "KeyringTokenStore",
     "MCPServerError",
@@ -65,6 +69,7 @@ __all__ = [
     "ServerStatus",
     "ServersNotStartedError",
     "ServerTool",
+    "SkillsOptions",
     "ToolCallRecord",
     "UrlElicitation",
     "allow_all",

@@ -27,20 +27,18 @@ folder removed, no byte written.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from ..blobs import DEFAULT_HANDLE_TTL, BlobHandles
-from ..blobs.uploads import DEFAULT_UPLOAD_IDLE_TIMEOUT, DEFAULT_UPLOAD_MAX_BYTES, Uploads
+from .._aliases import Aliases, refuse_unknown
+from ..blobs import BlobHandles
+from ..blobs.uploads import Uploads
 from ..connection.credentials import AuthSource
 from ..connection.session import ReconnectPolicy
 from ..protocol import events
-from ..protocol.codec import from_wire
 from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
     DEFAULT_FINDER_LIMIT,
@@ -54,7 +52,6 @@ from ..protocol.models import (
     Desktop,
     GetComputerConfigRet,
     MCPServerConfig,
-    MCPServerInput,
     ResourceContents,
     SMCPTool,
 )
@@ -67,16 +64,13 @@ from .channels.reads import ResourceRequests
 from .channels.skill_files import SkillResource
 from .channels.skill_watch import SkillFolderWatch
 from .channels.skills import (
-    DEFAULT_INLINE_BUDGET,
-    DEFAULT_MAX_RESOURCE_SIZE,
     SkillHome,
     SkillRegistry,
     UserSkills,
 )
-from .channels.watch import DEFAULT_DEBOUNCE, ResourceWatch
+from .channels.watch import ResourceWatch
 from .config.files import check_unique_bundle_ids, load_config
-from .config.input_sources import InputMemory
-from .config.inputs import AskInput, InputResolver
+from .config.inputs import InputResolver
 from .config.oauth_store import OAuthTokenStore
 from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
@@ -84,11 +78,12 @@ from .mcp.client_features import ClientAnswers, ClientFeatures, Root, Roots
 from .mcp.manager import ServerManager
 from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
+from .options import BlobOptions, ChannelOptions, Inputs, SkillsOptions
 from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
 from .tools.calls import ConfirmCallback, ToolCaller
 from .tools.catalog import ToolCatalog, build_catalog
-from .tools.history import DEFAULT_HISTORY_SIZE, ToolCallHistory, ToolCallRecord
+from .tools.history import ToolCallHistory, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +96,34 @@ ServerListener = Callable[[ServerEvent], None]
 #: Called with the `server:update_*` event name each time the Computer announces a change.
 UpdateListener = Callable[[str], None]
 
+#: The keywords Computer took before its value objects, kept one release (issue 35).
+_INPUTS_ALIASES = Aliases(
+    "Computer",
+    "inputs",
+    Inputs,
+    {"inputs": "definitions", "input_values": "values", "input_resolver": "resolver", "input_memory": "memory"},
+)
+_CHANNELS_ALIASES = Aliases(
+    "Computer", "channels", ChannelOptions, {"update_debounce": "update_debounce", "history_size": "history_size"}
+)
+_SKILLS_ALIASES = Aliases(
+    "Computer",
+    "skills",
+    SkillsOptions,
+    {"user_skills": "user_folder", "skill_home": "home", "skill_max_size": "max_size", "skill_inline_budget": "inline_budget"},
+)
+_BLOBS_ALIASES = Aliases(
+    "Computer",
+    "blobs",
+    BlobOptions,
+    {
+        "blob_handle_ttl": "handle_ttl",
+        "landing_folder": "landing_folder",
+        "upload_max_bytes": "upload_max_bytes",
+        "upload_idle_timeout": "upload_idle_timeout",
+    },
+)
+
 _TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed", "needs_authorization"})
 
 
@@ -109,24 +132,19 @@ class Computer:
 
     `servers`: MCP server configs (models or dicts in the official SDK's format);
     `config`: a config file path or parsed document (see `config.files`), whose servers
-    come first; `inputs` / `input_values` / `input_resolver`: how `${input:id}`
-    placeholders get their values; `confirm`: asked before each call of a tool whose
-    `auto_apply` is not true (None: such calls are refused with 4005, as `NoOneConfirms`
-    does, whose message says how to allow them; `allow_all` approves every call);
-    `update_debounce`: seconds
-    of quiet before a Desktop / Finder / Skills change is announced (a burst is one
-    announcement). Skills (`skills`): `user_skills` is a folder of the user's SKILL
-    packages (``<folder>/<skill>/SKILL.md``; None: none), `skill_home` where packages MCP
-    servers serve as resources are written (None: a private temporary folder, removed by
-    `close()`), `skill_max_size` the most bytes one skill file may have to be served, and
-    `skill_inline_budget` the most bytes of text `client:get_skill` answers inline (a
-    larger or binary file is answered with a blob handle).
-    `blob_handle_ttl`: seconds a blob handle (`blobs`, for large tool results and skill
-    files) stays readable. `landing_folder`: where `client:put_blob` uploads land (None:
-    uploads refused with 4019), each at most `upload_max_bytes`, dropped when no chunk
-    came for `upload_idle_timeout` seconds. `input_memory`: where the resolver's answers
-    are kept for the next run (`InputMemory`; None: nowhere); inputs are also read from
-    `A2C_SMCP_<ID>` environment variables and may change at runtime (`set_input`).
+    and inputs come first; `confirm`: asked before each call of a tool whose `auto_apply`
+    is not true (None: such calls are refused with 4005, as `NoOneConfirms` does, whose
+    message says how to allow them; `allow_all` approves every call). Each other concern
+    is one value object, checked when built (`options`): `inputs`, how `${input:id}`
+    placeholders get their values (`Inputs`; they may also change at runtime:
+    `set_input`); `channels`, how Desktop / Finder / Skills changes are announced and
+    ordered (`ChannelOptions`); `skills`, the user's SKILL folder and how skill files are
+    served (`SkillsOptions`); `blobs`, blob handles and where `client:put_blob` uploads
+    land (`BlobOptions`); `policy`, the timing of MCP server supervision
+    (`ServerPolicy`); `reconnect`, the connection to a Server (`ReconnectPolicy`).
+    `oauth_store`: where OAuth tokens are kept. The keywords these replaced
+    (`input_values`, `user_skills`, `blob_handle_ttl`, `update_debounce`...) are
+    deprecated aliases, kept one release.
     `client_features`: how the host answers what MCP servers ask of their client
     (elicitation, sampling, roots: `ClientFeatures`, one value so that the callbacks
     travel together; None: such requests are refused, and not announced); the roots
@@ -139,38 +157,36 @@ class Computer:
         servers: Iterable[MCPServerConfig | Mapping[str, Any]] = (),
         *,
         config: Any = None,
-        inputs: Iterable[MCPServerInput | Mapping[str, Any]] = (),
-        input_values: Mapping[str, Any] | None = None,
-        input_resolver: AskInput | None = None,
-        input_memory: InputMemory | None = None,
+        inputs: Inputs | None = None,
         confirm: ConfirmCallback | None = None,
         policy: ServerPolicy = ServerPolicy(),
-        history_size: int = DEFAULT_HISTORY_SIZE,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
-        update_debounce: float = DEFAULT_DEBOUNCE,
-        user_skills: str | Path | None = None,
-        skill_home: str | Path | None = None,
-        skill_max_size: int = DEFAULT_MAX_RESOURCE_SIZE,
-        skill_inline_budget: int = DEFAULT_INLINE_BUDGET,
-        blob_handle_ttl: float = DEFAULT_HANDLE_TTL,
-        landing_folder: str | os.PathLike[str] | None = None,
-        upload_max_bytes: int = DEFAULT_UPLOAD_MAX_BYTES,
-        upload_idle_timeout: float = DEFAULT_UPLOAD_IDLE_TIMEOUT,
+        channels: ChannelOptions | None = None,
+        skills: SkillsOptions | None = None,
+        blobs: BlobOptions | None = None,
         oauth_store: OAuthTokenStore | None = None,
         client_features: ClientFeatures | None = None,
+        **deprecated: Any,
     ) -> None:
+        if inputs is not None and not isinstance(inputs, Inputs):  # the definitions, as before Inputs
+            deprecated["inputs"], inputs = inputs, None
+        inputs = _INPUTS_ALIASES.take(deprecated, inputs) or Inputs()
+        channels = _CHANNELS_ALIASES.take(deprecated, channels) or ChannelOptions()
+        skills = _SKILLS_ALIASES.take(deprecated, skills) or SkillsOptions()
+        blobs = _BLOBS_ALIASES.take(deprecated, blobs) or BlobOptions()
+        refuse_unknown("Computer", deprecated)
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
         self.name = name
         loaded = load_config(config) if config is not None else None
-        definitions = [*(loaded.inputs if loaded else ()), *(_input(item) for item in inputs)]
+        definitions = [*(loaded.inputs if loaded else ()), *inputs.definitions]
         self._bridge = EventLoopThread(name)
         self._events = SerialThread(f"smcp-computer-events[{name}]")
         server_events: Batches[ServerEvent] = Batches(self._events, self._on_server_events)
         self._manager = ServerManager(
             self._bridge,
             server_events.post,
-            InputResolver(definitions, input_values, input_resolver, memory=input_memory),
+            InputResolver(definitions, inputs.values, inputs.resolver, memory=inputs.memory),
             policy,
             oauth_store,
             ClientAnswers(_with_configured_roots(client_features, loaded.roots if loaded else None)),
@@ -179,11 +195,11 @@ class Computer:
         check_unique_bundle_ids(configs)
         for server_config in configs:
             self._manager.configure(server_config)
-        self._history = ToolCallHistory(history_size)
+        self._history = ToolCallHistory(channels.history_size)
         #: The blob handles minted for agents (`smcp_sync.blobs`), read by `client:get_blob`.
-        self.blobs = BlobHandles(blob_handle_ttl)
+        self.blobs = BlobHandles(blobs.handle_ttl)
         #: Uploads in progress (`client:put_blob`).
-        self.uploads = Uploads(landing_folder, upload_max_bytes, upload_idle_timeout)
+        self.uploads = Uploads(blobs.landing_folder, blobs.upload_max_bytes, blobs.upload_idle_timeout)
         self._catalog = ToolCatalog()
         self._catalog_lock = threading.Lock()
         self._caller = ToolCaller(
@@ -194,22 +210,24 @@ class Computer:
         cold_wait = min(policy.cold_wait, request_timeout)
         self._desktop = DesktopWindows(self._manager, request_timeout, cold_wait)
         self._finder = FinderCatalogue(self._manager, request_timeout, cold_wait)
-        self._skill_home = SkillHome(skill_home)
-        self._user_skills = UserSkills(Path(user_skills).expanduser()) if user_skills is not None else None
+        self._skill_home = SkillHome(skills.home)
+        self._user_skills = UserSkills(skills.user_folder) if skills.user_folder is not None else None
         self._skills = SkillRegistry(
-            self._manager, self._skill_home, request_timeout, cold_wait, self._user_skills, skill_max_size
+            self._manager, self._skill_home, request_timeout, cold_wait, self._user_skills, skills.max_size
         )
         self._user_skills_watch = (
-            SkillFolderWatch(name, self._user_skills.folder, self._announce, update_debounce)
+            SkillFolderWatch(name, self._user_skills.folder, self._announce, channels.update_debounce)
             if self._user_skills is not None
             else None
         )
         #: Text files of skills up to this many bytes are answered inline, others as blobs.
-        self.skill_inline_budget = skill_inline_budget
-        channels = (self._desktop.channel, self._finder.channel)
-        watched = (*channels, self._skills.channel)
-        self._watch = ResourceWatch(name, self._manager, watched, self._announce, request_timeout, update_debounce)
-        self._resources = ResourceRequests(self._manager, self._watch, channels, request_timeout)
+        self.skill_inline_budget = skills.inline_budget
+        read_whole = (self._desktop.channel, self._finder.channel)
+        watched = (*read_whole, self._skills.channel)
+        self._watch = ResourceWatch(
+            name, self._manager, watched, self._announce, request_timeout, channels.update_debounce
+        )
+        self._resources = ResourceRequests(self._manager, self._watch, read_whole, request_timeout)
         self._listeners: list[ServerListener] = []
         self._update_listeners: list[UpdateListener] = []
         self._socket = SocketSide(self, reconnect)
@@ -640,10 +658,6 @@ def _scope_text(scopes: Sequence[str]) -> str:
     if isinstance(scopes, str) or not all(isinstance(s, str) and s and s.split() == [s] for s in scopes):
         raise ValueError(f"scopes must be a list of OAuth scopes, each one word, got {scopes!r}")
     return " ".join(scopes)
-
-
-def _input(item: MCPServerInput | Mapping[str, Any]) -> MCPServerInput:
-    return from_wire(MCPServerInput, item) if isinstance(item, Mapping) else item
 
 
 def _call_arguments(params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:

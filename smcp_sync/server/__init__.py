@@ -8,8 +8,11 @@ the CLI can describe `smcp-sync server` on an Agent-only install.
 from typing import TYPE_CHECKING, Any
 
 from .auth import APIKeyAuth, AuthProvider
+from .limits.limits import ServerLimits
+from .observability.options import AdminUI, AuditOptions, Observability
 from .offices.office_rules import JoinOutcome, Session
 from .offices.registry import InMemoryRegistry, OfficeRegistry
+from .scale_out.redis_options import RedisOptions
 
 if TYPE_CHECKING:
     from .app import SMCPServer as SMCPServer
@@ -22,4 +25,17 @@ def __getattr__(name: str) -> Any:
 
     return SMCPServer
 
-__all__ = ["SMCPServer", "APIKeyAuth", "AuthProvider", "InMemoryRegistry", "OfficeRegistry", "JoinOutcome", "Session"]
+__all__ = [
+    "SMCPServer",
+    "ServerLimits",
+    "RedisOptions",
+    "Observability",
+    "AdminUI",
+    "AuditOptions",
+    "APIKeyAuth",
+    "AuthProvider",
+    "InMemoryRegistry",
+    "OfficeRegistry",
+    "JoinOutcome",
+    "Session",
+]

@@ -13,8 +13,10 @@ import logging
 import threading
 from typing import Any
 
+import attrs
 import socketio
 
+from .._aliases import Aliases
 from ..protocol import conventions, events
 from ..protocol.errors import NotFoundError
 from ..protocol.events import NAMESPACE
@@ -26,14 +28,6 @@ from .handlers.offices import Offices
 from .handlers.pending import PendingCalls
 from .handlers.routing import Router
 from .limits.limits import (
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_MAX_AUTH_FAILURES_PER_IP,
-    DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
-    DEFAULT_MAX_CONNECTIONS_PER_IP,
-    DEFAULT_MAX_SEND_BACKLOG,
-    DEFAULT_MAX_UNAUTHENTICATED_BYTES,
-    DEFAULT_READ_TIMEOUT,
     DEFAULT_SERVE_CONNECTIONS,
     DEFAULT_SERVE_THREADS,
     SERVE_MODES,
@@ -46,6 +40,7 @@ from .observability.view import OperatorView
 from .offices.answers import answer_for
 from .offices.office_rules import MAX_IDENTIFIER_LENGTH
 from .offices.registry import InMemoryRegistry, OfficeRegistry
+from .scale_out.redis_options import RedisOptions
 from .transport.engine import SocketIOServer, StoppableRedisManager
 from .transport.handshake import VersionGate
 
@@ -67,59 +62,62 @@ _FIXED_OPTIONS = {"async_handlers": True}
 #: standard library patched by gevent first, which that worker does).
 ASYNC_MODES = ("threading", "gevent")
 
+#: The keywords SMCPServer took before its value objects, kept one release (issue 35).
+_LIMITS_ALIASES = Aliases("SMCPServer", "limits", ServerLimits, {name: name for name in attrs.fields_dict(ServerLimits)})
+_REDIS_ALIASES = Aliases("SMCPServer", "redis", RedisOptions, {"redis_url": "url", "redis_prefix": "prefix"})
+
 
 class SMCPServer:
     """The Server role: sessions, offices, routing of `client:*`, `notify:*` fan-out.
 
     `auth` is an `AuthProvider`, an API key (shortcut for `APIKeyAuth(key)`), or None to
-    accept every client. Clients whose `a2c_version` is incompatible are refused before
-    Socket.IO (HTTP 400, code 4008: `handshake`); those that send none (official 0.1.x
-    SDKs) are accepted unless `require_client_version` is set. `registry` replaces the
-    in-memory office registry; `redis_url` shares offices, emits and acks with every Server
-    process given the same URL and `redis_prefix`, which names the deployment in that Redis
-    (default ``smcp:<database>:``; docs/server/scale-out.md). Other keyword arguments go to `socketio.Server`
+    accept every client. Each other concern is one value object, validated when built:
+    `limits`, what one client may hold (`ServerLimits`, docs/server/security.md);
+    `redis`, the Redis that shares offices, emits and acks with every Server process given
+    the same one (`RedisOptions`, docs/server/scale-out.md); `observability`, what an
+    operator sees (`Observability`, docs/server/operations.md; the default has all but the
+    Admin UI). `registry` replaces the in-memory office registry. Clients whose
+    `a2c_version` is incompatible are refused before Socket.IO (HTTP 400, code 4008:
+    `handshake`); those that send none (official 0.1.x SDKs) are accepted unless
+    `require_client_version` is set. Other keyword arguments go to `socketio.Server`
     (`cors_allowed_origins`, `client_manager`, `ping_interval`, ...); `async_handlers` is
     fixed, and `async_mode` is "threading" (the default) or "gevent" (`ASYNC_MODES`).
-
-    What one client may hold is bounded (docs/server/security.md): `handshake_timeout` to
-    authenticate, `header_timeout` / `read_timeout` to send a request (`start()`,
-    `serve()`), `max_connections_per_ip` (None: no cap), `max_send_backlog` bytes
-    waiting to be sent to it, `max_unauthenticated_bytes` it may send before it
-    authenticates, `max_auth_failures_per_socket` / `max_auth_failures_per_ip` (None: no
-    backoff) refused keys.
-
-    `observability` chooses what an operator sees (docs/server/operations.md): health
-    probes and Prometheus metrics on the Server's port, the audit trail, the Admin UI;
-    the default `Observability()` has all but the Admin UI.
+    The flat keywords of `ServerLimits` and `redis_url` / `redis_prefix` are deprecated
+    aliases, kept one release.
     """
 
     def __init__(
         self,
         auth: AuthProvider | str | None = None,
         *,
+        limits: ServerLimits | None = None,
+        redis: RedisOptions | None = None,
+        observability: Observability | None = None,
         registry: OfficeRegistry | None = None,
-        redis_url: str | None = None,
-        redis_prefix: str | None = None,
         request_timeout: float = conventions.DEFAULT_REQUEST_TIMEOUT,
         tool_call_buffer: float = conventions.SERVER_TIMEOUT_BUFFER,
         max_http_buffer_size: int = DEFAULT_MAX_HTTP_BUFFER_SIZE,
         require_client_version: bool = False,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        max_connections_per_ip: int | None = DEFAULT_MAX_CONNECTIONS_PER_IP,
-        max_send_backlog: int = DEFAULT_MAX_SEND_BACKLOG,
-        max_unauthenticated_bytes: int = DEFAULT_MAX_UNAUTHENTICATED_BYTES,
-        max_auth_failures_per_socket: int = DEFAULT_MAX_AUTH_FAILURES_PER_SOCKET,
-        max_auth_failures_per_ip: int | None = DEFAULT_MAX_AUTH_FAILURES_PER_IP,
-        observability: Observability | None = None,
         **socketio_options: Any,
     ) -> None:
+        limits = _LIMITS_ALIASES.take(socketio_options, limits) or ServerLimits()
+        redis = _REDIS_ALIASES.take(socketio_options, redis)
         #: The same Server built again, in another async mode (`serve(mode="gevent")`
-        #: builds it in gunicorn's worker, once gevent has patched the standard library).
-        arguments = dict(locals())  # the parameters, and nothing else yet
-        del arguments["self"], arguments["socketio_options"]
-        self._rebuild = functools.partial(type(self), **arguments, **socketio_options)
+        #: builds it in gunicorn's worker, once gevent has patched the standard library):
+        #: the value objects are plain data.
+        self._rebuild = functools.partial(
+            type(self),
+            auth,
+            limits=limits,
+            redis=redis,
+            observability=observability,
+            registry=registry,
+            request_timeout=request_timeout,
+            tool_call_buffer=tool_call_buffer,
+            max_http_buffer_size=max_http_buffer_size,
+            require_client_version=require_client_version,
+            **socketio_options,
+        )
         if request_timeout <= 0 or tool_call_buffer < 0:
             raise ValueError("request_timeout must be > 0 and tool_call_buffer >= 0")
         for key, required in _FIXED_OPTIONS.items():
@@ -127,25 +125,12 @@ class SMCPServer:
                 raise ValueError(f"SMCPServer needs {key}={required!r}")
         socketio_options.setdefault("async_mode", "threading")
         _check_async_mode(socketio_options["async_mode"])
-        if redis_url is not None:
-            registry, socketio_options["client_manager"] = _shared_through_redis(
-                redis_url, redis_prefix, registry, socketio_options
-            )
-        elif redis_prefix is not None:
-            raise ValueError("redis_prefix names a deployment in Redis: give redis_url too")
+        if redis is not None:
+            registry, socketio_options["client_manager"] = _shared_through_redis(redis, registry, socketio_options)
         options = {"namespaces": [NAMESPACE], **socketio_options, **_FIXED_OPTIONS}
         #: Bounds on what one client may hold (docs/server/security.md); the HTTP ones apply to
         #: `start()` and `serve()`, the others to every way of running.
-        self.limits = ServerLimits(
-            handshake_timeout=handshake_timeout,
-            header_timeout=header_timeout,
-            read_timeout=read_timeout,
-            max_connections_per_ip=max_connections_per_ip,
-            max_send_backlog=max_send_backlog,
-            max_unauthenticated_bytes=max_unauthenticated_bytes,
-            max_auth_failures_per_socket=max_auth_failures_per_socket,
-            max_auth_failures_per_ip=max_auth_failures_per_ip,
-        )
+        self.limits = limits
         self.sio = SocketIOServer(limits=self.limits, max_http_buffer_size=max_http_buffer_size, **options)
         #: Messages for a client that could not be sent (its connection was dropped, or it
         #: was closing): counted, never raised into the thread that emits.
@@ -347,19 +332,20 @@ def _check_async_mode(mode: str) -> None:
 
 
 def _shared_through_redis(
-    url: str, prefix: str | None, registry: Any, socketio_options: dict[str, Any]
+    redis: RedisOptions, registry: Any, socketio_options: dict[str, Any]
 ) -> tuple[OfficeRegistry, StoppableRedisManager]:
     """The office registry and the Socket.IO client manager of a node of a scale-out,
     every key and channel under the deployment's prefix."""
     if registry is not None or "client_manager" in socketio_options:
-        raise ValueError("redis_url sets the registry and the client_manager; pass neither with it")
+        raise ValueError("redis sets the registry and the client_manager; pass neither with it")
     try:
         from .scale_out.redis_connection import manager_options
         from .scale_out.redis_registry import RedisRegistry
     except ImportError as exc:  # the redis client is an optional extra
-        raise RuntimeError("redis_url needs the redis client: pip install 'smcp_sync[redis]'") from exc
-    registry = RedisRegistry(url, prefix=prefix)  # refuses a URL of a form the manager does not take either
-    return registry, StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=manager_options())
+        raise RuntimeError("redis needs the redis client: pip install 'smcp_sync[redis]'") from exc
+    # the registry refuses a URL of a form the manager does not take either
+    registry = RedisRegistry(redis.url, node_ttl=redis.node_ttl, prefix=redis.prefix)
+    return registry, StoppableRedisManager(redis.url, channel=registry.prefix + "socketio", redis_options=manager_options())
 
 
 def _refuse_unknown_event(event: str, sid: str, *args: Any) -> dict[str, Any]:

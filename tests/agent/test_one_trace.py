@@ -40,12 +40,14 @@ trace.set_tracer_provider(provider)
 
 from smcp_sync import Agent, Computer, SMCPServer
 from smcp_sync.computer import allow_all
+from smcp_sync.server import RedisOptions
 
 config = {"name": "tools", "type": "stdio", "server_parameters": {"command": sys.executable, "args": [sys.argv[1]]}}
 redis_url = sys.argv[2] if len(sys.argv) > 2 else None
+redis = RedisOptions(redis_url) if redis_url else None
 with (
-    SMCPServer(redis_url=redis_url) as server,
-    SMCPServer(redis_url=redis_url) as other,
+    SMCPServer(redis=redis) as server,
+    SMCPServer(redis=redis) as other,
     Computer("pc", [config], confirm=allow_all) as computer,
     Agent("a1") as agent,
 ):

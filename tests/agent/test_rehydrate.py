@@ -18,6 +18,7 @@ from smcp_sync import Agent
 from smcp_sync.agent.rehydrate import Rehydration
 from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol.models import CallToolResult, ImageContent
+from smcp_sync.computer import SkillsOptions
 
 from computer.helpers import stdio_config
 from office_parts import connected_computer, joined_agent, serving
@@ -43,7 +44,7 @@ def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(serving())
         computer = stack.enter_context(
-            connected_computer("pc", [stdio_config("tools")], server.url, OFFICE, timeout=T, user_skills=user)
+            connected_computer("pc", [stdio_config("tools")], server.url, OFFICE, timeout=T, skills=SkillsOptions(user_folder=user))
         )
         agent = stack.enter_context(joined_agent("alice", server.url, OFFICE, timeout=T))
         yield {"url": server.url, "computer": computer, "agent": agent}

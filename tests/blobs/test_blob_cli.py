@@ -9,6 +9,7 @@ from pathlib import Path
 
 from smcp_sync.blobs import from_bytes
 from smcp_sync.cli import main
+from smcp_sync.computer import BlobOptions
 from office_parts import connected_computer, serving
 
 T = 20.0
@@ -18,7 +19,7 @@ def test_blob_put_then_get_round_trips_a_file(tmp_path: Path, capsys) -> None:
     landing = tmp_path / "landing"
     source = tmp_path / "data.bin"
     source.write_bytes(os.urandom(600_000))
-    with serving() as server, connected_computer("pc", [], server.url, "cli", timeout=T, landing_folder=landing) as pc:
+    with serving() as server, connected_computer("pc", [], server.url, "cli", timeout=T, blobs=BlobOptions(landing_folder=landing)) as pc:
         agent = ["agent", "--url", server.url, "--office", "cli", "--name", "me", "--timeout", "10"]
         assert main([*agent, "--json", "blob", "put", "pc", str(source), "--name", "../up.bin"]) == 0
         answer = json.loads(capsys.readouterr().out)

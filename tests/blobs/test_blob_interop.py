@@ -19,6 +19,7 @@ from interop.venv import official_sdk_python
 from smcp_sync import Computer
 from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol.errors import BlobError
+from smcp_sync.computer import BlobOptions
 from computer.helpers import stdio_config
 from office_parts import connected_computer, joined_agent, serving
 
@@ -46,7 +47,7 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def computer(server_url: str, landing: Path) -> Iterator[Computer]:
-    with connected_computer("pc", [stdio_config("tools")], server_url, OFFICE, timeout=T, landing_folder=landing) as pc:
+    with connected_computer("pc", [stdio_config("tools")], server_url, OFFICE, timeout=T, blobs=BlobOptions(landing_folder=landing)) as pc:
         yield pc
 
 

@@ -20,6 +20,7 @@ from smcp_sync.blobs import from_bytes
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError, SMCPError
 from smcp_sync.protocol.models import ImageContent, PutBlobReq, PutBlobRet, TextContent
+from smcp_sync.computer import BlobOptions
 from computer.helpers import stdio_config, wait_until
 from office_parts import connected_computer, joined_agent, serving
 
@@ -49,8 +50,8 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def computer(server_url: str, landing: Path) -> Iterator[Computer]:
-    options = dict(landing_folder=landing, upload_max_bytes=3 * 1024 * 1024, upload_idle_timeout=1.0)
-    with connected_computer("pc", [stdio_config("tools")], server_url, OFFICE, timeout=T, **options) as computer:
+    blobs = BlobOptions(landing_folder=landing, upload_max_bytes=3 * 1024 * 1024, upload_idle_timeout=1.0)
+    with connected_computer("pc", [stdio_config("tools")], server_url, OFFICE, timeout=T, blobs=blobs) as computer:
         yield computer
 
 
@@ -143,7 +144,7 @@ def test_an_offset_past_the_end_is_out_of_range(agent: Agent, computer: Computer
 
 
 def test_an_expired_handle_is_gone(server_url: str) -> None:
-    with connected_computer("short", [], server_url, "o3", timeout=T, blob_handle_ttl=0.5) as short, \
+    with connected_computer("short", [], server_url, "o3", timeout=T, blobs=BlobOptions(handle_ttl=0.5)) as short, \
             joined_agent("carol", server_url, "o3", timeout=T) as carol:
         handle = short.blobs.mint(from_bytes(b"soon gone"), office_id="o3", agent="carol", mime_type="").handle
         assert carol.get_blob("short", handle) == b"soon gone"
@@ -231,7 +232,7 @@ def test_chunks_out_of_order_are_refused(agent: Agent) -> None:
 
 def test_another_agent_cannot_continue_an_upload(server_url: str, tmp_path: Path) -> None:
     data = b"0123456789"
-    with connected_computer("shared", [], server_url, "o2", timeout=T, landing_folder=tmp_path):
+    with connected_computer("shared", [], server_url, "o2", timeout=T, blobs=BlobOptions(landing_folder=tmp_path)):
         with joined_agent("bob", server_url, "o2", timeout=T) as bob:
             first = put_chunk(bob, "shared", chunk_offset=0, eof=False, blob=b64(data[:4]), total_size=10,
                               sha256=hashlib.sha256(data).hexdigest())
@@ -264,8 +265,7 @@ def test_without_a_landing_folder_uploads_are_refused(server_url: str) -> None:
 
 def test_close_drops_unfinished_uploads(server_url: str, tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
-        pc = stack.enter_context(connected_computer("closing", [], server_url, "o5", timeout=T,
-                                                    landing_folder=tmp_path))
+        pc = stack.enter_context(connected_computer("closing", [], server_url, "o5", timeout=T, blobs=BlobOptions(landing_folder=tmp_path)))
         erin = stack.enter_context(joined_agent("erin", server_url, "o5", timeout=T))
         request = PutBlobReq(agent="erin", req_id=new_req_id(), computer="closing", chunk_offset=0, eof=False,
                              blob=b64(b"01"), total_size=10, sha256="0" * 64)

@@ -19,6 +19,7 @@ from office_parts import connected_computer, joined_agent, serving
 from smcp_sync.agent.requests import ask, new_req_id
 from smcp_sync.protocol import events
 from smcp_sync.protocol.models import PutBlobReq, PutBlobRet
+from smcp_sync.computer import BlobOptions
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,8 +48,7 @@ def test_stale_parts_are_collected_at_start_and_while_uploads_run(server_url: st
     recent = crashed_part(landing, "4567ef01.part", age=0)
     landed = landing / "0000_report.pdf"
     landed.write_bytes(b"a finished upload")
-    with connected_computer("pc", [], server_url, OFFICE, timeout=T, landing_folder=landing,
-                           upload_idle_timeout=3.0), \
+    with connected_computer("pc", [], server_url, OFFICE, timeout=T, blobs=BlobOptions(landing_folder=landing, upload_idle_timeout=3.0)), \
             joined_agent("alice", server_url, OFFICE, timeout=T) as agent:
         assert not old.exists()
         assert recent.exists() and landed.read_bytes() == b"a finished upload"

@@ -18,6 +18,7 @@ from office_parts import connected_computer, joined_agent, serving
 
 from smcp_sync.protocol import to_wire
 from smcp_sync.protocol.errors import ErrorCode
+from smcp_sync.computer import Inputs
 
 from .helpers import FAST, start_http_server, stdio_config, stop, wait_until
 
@@ -80,8 +81,13 @@ INPUTS = [{"type": "promptString", "id": "token", "description": "a token", "pas
 
 def test_no_secret_in_logs_answers_or_diagnostics(no_leaks: None, every_log_record: list[str]) -> None:
     with protected(*PROTECTED_SERVERS) as urls, serving() as server, connected_computer(
-        "c1", configs(urls), server.url, "o1", timeout=TIME_BOX, policy=FAST, inputs=INPUTS,
-        input_values={"token": INPUT},
+        "c1",
+        configs(urls),
+        server.url,
+        "o1",
+        timeout=TIME_BOX,
+        policy=FAST,
+        inputs=Inputs(definitions=INPUTS, values={"token": INPUT}),
     ) as computer, joined_agent("a1", server.url, "o1", timeout=TIME_BOX) as agent:  # fmt: skip
         answers = {
             name: agent.call_tool("c1", f"{name}__echo", {"text": "hi"}, timeout=TIME_BOX)

@@ -21,6 +21,7 @@ CHILD_TIMEOUT = 30.0
 CHILD = """
 import json, logging, sys
 from smcp_sync import SMCPServer
+from smcp_sync.server import RedisOptions, ServerLimits
 from smcp_sync.server.auth import APIKeyAuth
 
 options = json.loads(sys.argv[1])
@@ -38,7 +39,9 @@ class CountingAuth:
 
 
 key = options.pop("key", None)
-server = SMCPServer(auth=CountingAuth(key) if key else None, **options)
+limits = ServerLimits(**options.pop("limits", {}))
+redis = RedisOptions(options.pop("redis")) if "redis" in options else None
+server = SMCPServer(auth=CountingAuth(key) if key else None, limits=limits, redis=redis, **options)
 print(server.start(), flush=True)
 for line in sys.stdin:
     if line.strip() == "state":

@@ -127,7 +127,7 @@ CALLS = 10_000
 
 def test_no_per_call_state_stays_after_calls_are_answered_time_out_or_lose_their_computer(server_process):
     calls = CALLS
-    server = server_process(tool_call_buffer=0.0, max_connections_per_ip=None)  # 110 clients on 127.0.0.1
+    server = server_process(tool_call_buffer=0.0, limits={"max_connections_per_ip": None})  # 110 clients on 127.0.0.1
     peers: list[RawPeer] = []
     try:
         agents = [Agent(server.url, "agent", f"a{o}", f"o{o}") for o in range(OFFICES)]
@@ -174,7 +174,7 @@ def test_no_per_call_state_stays_after_calls_are_answered_time_out_or_lose_their
 
 def test_no_per_call_state_stays_for_computers_on_another_server_process(server_process):
     with redis_server() as redis:
-        options = {"redis_url": redis.url, "tool_call_buffer": 0.0, "max_connections_per_ip": None}
+        options = {"redis": redis.url, "tool_call_buffer": 0.0, "limits": {"max_connections_per_ip": None}}
         callers, hosts = server_process(**options), server_process(**options)
         peers: list[RawPeer] = []
         try:

@@ -13,6 +13,7 @@ import websocket
 from server.peers import Peer
 
 from smcp_sync.protocol import events
+from smcp_sync.server import ServerLimits
 
 from .hostile import close_all, closed_by_server, engineio_websocket, half_request, joined_websocket
 from .parts import start_server, wait_until
@@ -24,10 +25,10 @@ REAPED_WITHIN = 10.0
 
 def test_sockets_that_never_connect_a_namespace_are_closed_after_the_handshake_timeout(stack, caplog):
     caplog.set_level(logging.INFO, logger="smcp_sync.server.transport.engine")
-    server = start_server(stack, handshake_timeout=1.0)
+    server = start_server(stack, limits=ServerLimits(handshake_timeout=1.0))
     silent = [engineio_websocket(server.url) for _ in range(3)]
     stack.callback(close_all, silent)
-    wrong_key = start_server(stack, auth="the-key", handshake_timeout=1.0)
+    wrong_key = start_server(stack, auth="the-key", limits=ServerLimits(handshake_timeout=1.0))
     refused = engineio_websocket(wrong_key.url)
     stack.callback(close_all, [refused])
     refused.send(f"40{events.NAMESPACE}," + json.dumps({"api_key": "wrong"}))
@@ -43,7 +44,7 @@ def test_sockets_that_never_connect_a_namespace_are_closed_after_the_handshake_t
 
 @pytest.mark.parametrize("request_start", [b"GET /socket.io/?EIO=4&transport=pol", b"GET / HTTP/1.1\r\nHost: x\r\n"])
 def test_requests_sent_half_way_are_cut_after_the_header_timeout(stack, request_start):
-    server = start_server(stack, header_timeout=1.0)
+    server = start_server(stack, limits=ServerLimits(header_timeout=1.0))
     conns = [half_request(server.url) for _ in range(3)]
     stack.callback(close_all, conns)
     for conn in conns:
@@ -52,7 +53,7 @@ def test_requests_sent_half_way_are_cut_after_the_header_timeout(stack, request_
 
 
 def test_a_kept_alive_connection_that_sends_no_next_request_is_cut(stack):
-    server = start_server(stack, header_timeout=1.0)
+    server = start_server(stack, limits=ServerLimits(header_timeout=1.0))
     conn = half_request(server.url)
     stack.callback(close_all, [conn])
     conn.sendall(b"ling&EIO=4 HTTP/1.1\r\nHost: x\r\n\r\n")  # a whole (bad) request, answered, kept alive
@@ -61,7 +62,7 @@ def test_a_kept_alive_connection_that_sends_no_next_request_is_cut(stack):
 
 
 def test_one_address_gets_at_most_max_connections_per_ip(stack, caplog):
-    server = start_server(stack, max_connections_per_ip=3)
+    server = start_server(stack, limits=ServerLimits(max_connections_per_ip=3))
     hostile = [engineio_websocket(server.url, source="127.0.0.2") for _ in range(3)]
     stack.callback(close_all, hostile)
     with caplog.at_level(logging.WARNING, logger="smcp_sync.server.transport.engine"):
@@ -78,7 +79,7 @@ def test_one_address_gets_at_most_max_connections_per_ip(stack, caplog):
 
 
 def test_an_agent_that_stops_reading_is_dropped_past_its_send_backlog_and_others_are_served(stack, caplog):
-    server = start_server(stack, max_send_backlog=1024 * 1024)
+    server = start_server(stack, limits=ServerLimits(max_send_backlog=1024 * 1024))
     big = "x" * (256 * 1024)
     computer = _peer(stack, server.url, "computer", "c1", "o1")
     computer.answer(events.TOOL_CALL, lambda data: {"content": [{"type": "text", "text": big}], "isError": False})
@@ -108,7 +109,7 @@ def test_answers_a_reader_stops_taking_never_hold_up_the_thread_relaying_them(st
     thread) only while the Agent's socket has room; past that they wait in its queue, and
     that thread goes on serving the Computer (its own request is answered at once). Fails
     when that thread writes whatever the socket's state."""
-    server = start_server(stack, max_send_backlog=64 * 1024 * 1024)  # not dropped during the test
+    server = start_server(stack, limits=ServerLimits(max_send_backlog=64 * 1024 * 1024))  # not dropped during the test
     short = "x" * (32 * 1024)  # under the 64 KiB a thread writes itself
     computer = _peer(stack, server.url, "computer", "c1", "o1")
     answered = []

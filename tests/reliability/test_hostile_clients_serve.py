@@ -18,14 +18,15 @@ from smcp_sync.server.limits.limits import SERVE_MODES
 from .hostile import close_all, closed_by_server, engineio_websocket, half_request
 from .parts import SETUP_TIMEOUT, join_agent
 
-#: Runs `SMCPServer(**options).serve(mode=..., threads=..., connections=...)` and prints
+#: Runs `SMCPServer(limits=ServerLimits(**limits), **options).serve(mode=..., threads=..., connections=...)` and prints
 #: the URL once bound.
 SERVE = """
 import json, sys
 from smcp_sync import SMCPServer
+from smcp_sync.server import ServerLimits
 options = json.loads(sys.argv[1])
 serving = {key: options.pop(key) for key in ("mode", "threads", "connections")}
-SMCPServer(**options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
+SMCPServer(limits=ServerLimits(**options.pop("limits", {})), **options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
 """
 
 
@@ -57,7 +58,7 @@ def serve(no_leaks) -> Iterator:
 def test_a_legitimate_agent_connects_while_hostile_sockets_hold_every_thread(serve, stack, mode):
     # gevent: 4 connection slots, as many as the threads (gthread accepts more connections
     # than threads, and they wait for one)
-    url = serve(mode=mode, threads=4, connections=4, handshake_timeout=2.0, header_timeout=2.0, max_connections_per_ip=2)
+    url = serve(mode=mode, threads=4, connections=4, limits={"handshake_timeout": 2.0, "header_timeout": 2.0, "max_connections_per_ip": 2})
     silent = [engineio_websocket(url, source="127.0.0.2") for _ in range(2)]
     stack.callback(close_all, silent)
     for _ in range(3):  # past the per-address cap: refused at once, the thread is free again

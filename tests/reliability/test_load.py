@@ -19,6 +19,7 @@ import pytest
 
 from smcp_sync import Computer
 from smcp_sync.computer import allow_all
+from smcp_sync.computer import ChannelOptions
 
 from .parts import FAST, SETUP_TIMEOUT, join_agent, start_server, tool_server
 
@@ -35,7 +36,7 @@ def test_calls_none_lost_none_misrouted_every_answer_matches(calls, stack, recor
     server = start_server(stack)
     computers = {}
     for name in COMPUTERS:
-        computers[name] = Computer(name, [tool_server(prefix=f"{name}_")], policy=FAST, history_size=calls, confirm=allow_all)
+        computers[name] = Computer(name, [tool_server(prefix=f"{name}_")], policy=FAST, confirm=allow_all, channels=ChannelOptions(history_size=calls))
         stack.callback(computers[name].close)
     with ThreadPoolExecutor(len(computers)) as starting:  # their MCP servers start in parallel
         list(starting.map(lambda c: c.connect(server.url, OFFICE, timeout=SETUP_TIMEOUT), computers.values()))

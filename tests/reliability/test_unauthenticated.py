@@ -107,7 +107,7 @@ def _connect_refused(ws: websocket.WebSocket, key: str) -> bool:
 
 
 def test_a_socket_is_closed_after_three_refused_keys(server_process):
-    server = server_process(key=KEY, handshake_timeout=60.0)  # not what closes it here
+    server = server_process(key=KEY, limits={"handshake_timeout": 60.0})  # not what closes it here
     ws = engineio_websocket(server.url, source="127.0.0.4")
     try:
         answered = [_connect_refused(ws, f"guess-{i}") for i in range(3)]
@@ -146,7 +146,7 @@ def test_guessing_keys_from_one_address_is_backed_off_and_logged_as_counts(serve
 
 
 def test_a_socket_that_leaves_the_namespace_is_closed_at_the_handshake_deadline(server_process):
-    server = server_process(handshake_timeout=1.0)
+    server = server_process(limits={"handshake_timeout": 1.0})
     raw = RawSocket(server.url, auth={})
     try:
         raw._ws.send(f"41{events.NAMESPACE},")  # DISCONNECT from /smcp; the Engine.IO connection stays

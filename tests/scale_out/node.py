@@ -1,12 +1,10 @@
-"""One Server node of a scale-out, as its own process: `SMCPServer(redis_url=...)` started
+"""One Server node of a scale-out, as its own process: `SMCPServer(redis=RedisOptions(...))` started
 on a loopback port. Prints ``{"url": URL, "pid": PID}`` once serving, then serves until
 its stdin closes (then stops cleanly) or it is killed.
 
     python tests/scale_out/node.py REDIS_URL [REDIS_PREFIX [NODE_TTL]]
 
-NODE_TTL (seconds) replaces the heartbeat's default TTL (`redis_registry.DEFAULT_NODE_TTL`),
-which `SMCPServer` does not take: the node then builds its registry and Socket.IO manager
-itself, as `redis_url` would.
+NODE_TTL (seconds) replaces the heartbeat's default TTL (`RedisOptions.node_ttl`).
 """
 
 from __future__ import annotations
@@ -16,17 +14,13 @@ import os
 import sys
 
 from smcp_sync import SMCPServer
-from smcp_sync.server.transport.engine import StoppableRedisManager
-from smcp_sync.server.scale_out.redis_connection import manager_options
-from smcp_sync.server.scale_out.redis_registry import RedisRegistry
+from smcp_sync.server import RedisOptions
 
 
 def node(url: str, prefix: str | None, node_ttl: float | None) -> SMCPServer:
     if node_ttl is None:
-        return SMCPServer(redis_url=url, redis_prefix=prefix)
-    registry = RedisRegistry(url, node_ttl=node_ttl, prefix=prefix)
-    manager = StoppableRedisManager(url, channel=registry.prefix + "socketio", redis_options=manager_options())
-    return SMCPServer(registry=registry, client_manager=manager)
+        return SMCPServer(redis=RedisOptions(url, prefix=prefix))
+    return SMCPServer(redis=RedisOptions(url, prefix=prefix, node_ttl=node_ttl))
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from smcp_sync import SMCPServer
 from smcp_sync.connection.session import Connection
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.server import RedisOptions
 
 from .parts import redis_server
 
@@ -43,7 +44,7 @@ def listing(agent: Connection, office: str) -> Any:
 def test_hundreds_of_registry_calls_at_once_all_answer(no_leaks: None) -> None:
     with contextlib.ExitStack() as stack:
         redis = stack.enter_context(redis_server())
-        server = stack.enter_context(SMCPServer(redis_url=redis.url))
+        server = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url)))
         server.start()
         agents = [stack.enter_context(joined_connection("agent", "agent", server.url, f"o{i}", timeout=TIMEOUT)) for i in range(AGENTS)]
         answers: list[Any] = []

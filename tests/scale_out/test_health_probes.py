@@ -18,6 +18,7 @@ from server.metrics_scrape import scrape, value
 from smcp_sync import Agent, SMCPServer
 from smcp_sync.connection.session import ReconnectPolicy
 from smcp_sync.protocol import events
+from smcp_sync.server import RedisOptions
 
 from .node import node as node_on
 from .parts import RedisServer, redis_server
@@ -36,7 +37,7 @@ NO_RECONNECT = ReconnectPolicy(enabled=False)
 
 @contextlib.contextmanager
 def node(redis: RedisServer) -> Iterator[SMCPServer]:
-    with SMCPServer(redis_url=redis.url) as server:
+    with SMCPServer(redis=RedisOptions(redis.url)) as server:
         server.start()
         yield server
 

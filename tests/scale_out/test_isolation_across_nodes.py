@@ -16,6 +16,7 @@ from hypothesis.stateful import invariant, run_state_machine_as_test
 from reliability.test_isolation import Offices
 
 from smcp_sync import SMCPServer
+from smcp_sync.server import RedisOptions
 
 from .parts import redis_server
 
@@ -28,7 +29,7 @@ class OfficesAcrossNodes(Offices):
     def open_servers(self) -> list[SMCPServer]:
         servers = []
         for _ in range(NODES):
-            server = SMCPServer(redis_url=self.redis_url)
+            server = SMCPServer(redis=RedisOptions(self.redis_url))
             servers.append(server)
             server.start()
         return servers

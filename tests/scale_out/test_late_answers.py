@@ -23,6 +23,7 @@ from smcp_sync.connection.session import Connection
 from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent
+from smcp_sync.server import RedisOptions
 
 from .parts import redis_server
 
@@ -60,8 +61,8 @@ def test_a_late_answer_to_a_call_failed_when_its_computer_was_heard_gone_settles
         caplog.set_level(logging.WARNING, logger=name)
     with contextlib.ExitStack() as stack:
         redis = stack.enter_context(redis_server())
-        a = stack.enter_context(SMCPServer(redis_url=redis.url))
-        b = stack.enter_context(SMCPServer(redis_url=redis.url))
+        a = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url)))
+        b = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url)))
         a.start(), b.start()
         agent = stack.enter_context(joined_connection("agent", "agent", a.url, "o", timeout=TIMEOUT))
         computer = Computer()

@@ -20,6 +20,7 @@ from office_parts import joined_connection
 
 from smcp_sync import SMCPServer
 from smcp_sync.protocol import events
+from smcp_sync.server import RedisOptions, ServerLimits
 
 from .parts import redis_server
 from .test_recovery import heartbeats_seen, populate
@@ -58,8 +59,8 @@ def test_a_node_with_thousands_of_members_recovers_once_after_redis_loses_them(m
     with contextlib.ExitStack() as stack:
         redis = stack.enter_context(redis_server())
         # every client comes from 127.0.0.1: no cap per address
-        a = stack.enter_context(SMCPServer(redis_url=redis.url, max_connections_per_ip=None))
-        b = stack.enter_context(SMCPServer(redis_url=redis.url, max_connections_per_ip=None))
+        a = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url), limits=ServerLimits(max_connections_per_ip=None)))
+        b = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url), limits=ServerLimits(max_connections_per_ip=None)))
         a.start(), b.start()
         notices = Notices()
         agents = [

@@ -16,6 +16,7 @@ from computer.helpers import wait_until
 from smcp_sync import Agent, SMCPServer
 from smcp_sync.protocol import ErrorCode
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.server import RedisOptions
 
 from .parts import certificates, nodes, redis_server, sentinel_group
 from .test_redis_restart import NO_RECONNECT, TIMEOUT, answered_by, listed, named_computer
@@ -59,15 +60,15 @@ def test_a_redis_url_of_another_form_is_refused_saying_which_forms_work() -> Non
         ("redis+sentinel://:s3cret@127.0.0.1/0/mymaster", "lists host:port pairs"),
     ):
         with pytest.raises(ValueError, match="cannot read the Redis URL") as refused:
-            SMCPServer(redis_url=url)
+            SMCPServer(redis=RedisOptions(url))
         assert says in str(refused.value) and "s3cret" not in str(refused.value)
 
 
 def test_nodes_share_offices_through_a_redis_spoken_to_over_tls(tmp_path: Path, no_leaks: None) -> None:
     with redis_server(tls=certificates(tmp_path)) as redis, contextlib.ExitStack() as stack:
         assert redis.url.startswith("rediss://")  # and the server has no plain-text port
-        a = stack.enter_context(SMCPServer(redis_url=redis.url))
-        b = stack.enter_context(SMCPServer(redis_url=redis.url))
+        a = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url)))
+        b = stack.enter_context(SMCPServer(redis=RedisOptions(redis.url)))
         a.start(), b.start()
         agent = stack.enter_context(Agent("agent", reconnect=NO_RECONNECT))
         agent.connect(a.url, timeout=TIMEOUT)

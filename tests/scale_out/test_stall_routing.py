@@ -28,6 +28,7 @@ from smcp_sync.protocol import ErrorCode, events, to_wire
 from smcp_sync.protocol.errors import SMCPError
 from smcp_sync.protocol.models import CallToolResult, TextContent
 from smcp_sync.threads.worker_pool import WorkerPool
+from smcp_sync.server import RedisOptions
 
 from .parts import redis_server
 
@@ -61,7 +62,7 @@ def outcome(agent: Connection, computer: str, timeout: float) -> Any:
 
 @contextlib.contextmanager
 def two_nodes(redis_url: str) -> Iterator[list[SMCPServer]]:
-    with SMCPServer(redis_url=redis_url) as a, SMCPServer(redis_url=redis_url) as b:
+    with SMCPServer(redis=RedisOptions(redis_url)) as a, SMCPServer(redis=RedisOptions(redis_url)) as b:
         a.start(), b.start()
         yield [a, b]
 

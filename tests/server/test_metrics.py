@@ -20,6 +20,7 @@ from smcp_sync.connection.session import Connection, ReconnectPolicy
 from smcp_sync.protocol.errors import AuthError, SMCPError
 from smcp_sync.protocol.events import NAMESPACE
 from smcp_sync.threads.worker_pool import WorkerPool
+from smcp_sync.server import ServerLimits
 
 from .http_probe import get
 from .metrics_scrape import scrape, value
@@ -128,7 +129,7 @@ def test_refused_keys_are_counted_checked_or_backed_off(no_leaks):
     """Past `max_auth_failures_per_ip` an address is backed off (1 s, then doubling):
     its attempts are refused unchecked. Each refusal is counted once, one way or the
     other; three attempts in a row fall mostly within the first backoff."""
-    with serving(auth=KEY, max_auth_failures_per_ip=1) as server:
+    with serving(auth=KEY, limits=ServerLimits(max_auth_failures_per_ip=1)) as server:
         for _ in range(3):
             with pytest.raises(socketio.exceptions.ConnectionError):
                 Peer(server.url, auth={"api_key": "wrong"})

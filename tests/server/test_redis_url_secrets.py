@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from .peers import wait_until
+from smcp_sync.server import RedisOptions
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,7 +29,7 @@ def assert_no_secret(where: str, text: str) -> None:
 
 
 def test_the_unreachable_warning_names_the_host_not_the_password(server_factory, every_log_record):
-    server_factory(redis_url=UNREACHABLE)
+    server_factory(redis=RedisOptions(UNREACHABLE))
     wait_until(lambda: any("unreachable" in record for record in every_log_record))
     unreachable = next(record for record in every_log_record if "unreachable" in record)
     assert "127.0.0.1:1" in unreachable, unreachable

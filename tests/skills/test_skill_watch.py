@@ -15,6 +15,7 @@ import pytest
 
 from smcp_sync.computer.channels.skill_watch import SkillFolderWatch
 from smcp_sync.protocol import events
+from smcp_sync.computer import ChannelOptions, SkillsOptions
 
 from office_parts import connected_computer, joined_agent, serving
 
@@ -48,7 +49,7 @@ def office(tmp_path: Path, backend: str, no_leaks: None) -> Iterator[dict[str, A
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(serving())
         computer = stack.enter_context(
-            connected_computer("c1", [], server.url, OFFICE, timeout=T, user_skills=user, update_debounce=0.05)
+            connected_computer("c1", [], server.url, OFFICE, timeout=T, skills=SkillsOptions(user_folder=user), channels=ChannelOptions(update_debounce=0.05))
         )
         agent = stack.enter_context(joined_agent("a1", server.url, OFFICE, timeout=T))
         notices: queue.Queue[Any] = queue.Queue()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from smcp_sync import Computer
+from smcp_sync.computer import SkillsOptions
 
 from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
 from skills.http_files import http_files
@@ -62,7 +63,7 @@ def test_archives_are_fetched_checked_and_unpacked(tmp_path: Path) -> None:
         ]
         write_state(tmp_path / "state.json", entries)
         config = stdio_config("arch", "--state", str(tmp_path / "state.json"), script=RESOURCE_SERVER)
-        with Computer("unpacker", [config], policy=FAST, skill_home=tmp_path / "home") as computer:
+        with Computer("unpacker", [config], policy=FAST, skills=SkillsOptions(home=tmp_path / "home")) as computer:
             skills = computer.skills()
             assert [s.name for s in skills] == ["mcp:arch:packed", "mcp:arch:zipped"]
             assert computer.skill_resource("mcp:arch:packed", "docs/guide.md").read(0, 100) == b"# Guide\n"

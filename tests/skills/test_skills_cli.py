@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import pytest
 
 from smcp_sync.cli import main
+from smcp_sync.computer import SkillsOptions
 
 from office_parts import connected_computer, serving
 
@@ -32,7 +33,7 @@ def url(tmp_path: Path) -> Iterator[str]:
     (package / "assets" / "picture.png").write_bytes(PICTURE)
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(serving())
-        stack.enter_context(connected_computer("desk", [], server.url, OFFICE, timeout=10, user_skills=tmp_path / "user"))
+        stack.enter_context(connected_computer("desk", [], server.url, OFFICE, timeout=10, skills=SkillsOptions(user_folder=tmp_path / "user")))
         yield server.url
 
 

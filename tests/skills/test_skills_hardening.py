@@ -39,6 +39,7 @@ from smcp_sync.computer.channels import skill_archives
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BlobError
 from smcp_sync.protocol.models import GetSkillReq, GetSkillRet
+from smcp_sync.computer import SkillsOptions
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -74,8 +75,7 @@ def test_a_package_uri_decoding_to_dot_or_dot_dot_writes_nothing_outside_its_fol
         *served_package("evil", "fine", {"SKILL.md": NOTES_MD.replace("notes", "fine")}),
     ]
     home = tmp_path / "home"
-    with Computer("c", [skill_server(tmp_path, "evil", entries)], policy=FAST, skill_home=home,
-                  confirm=allow_all) as computer:
+    with Computer("c", [skill_server(tmp_path, "evil", entries)], policy=FAST, confirm=allow_all, skills=SkillsOptions(home=home)) as computer:
         assert [skill.name for skill in computer.skills()] == ["mcp:evil:fine"]
         staged = files_under(home)
     [fine] = [p for p in staged]
@@ -88,7 +88,7 @@ def test_a_package_relisted_under_another_uri_is_staged_and_no_log_line_shows_a_
     home = tmp_path / "home"
     for leaf in ("first", "second"):  # the same files, listed under another URI by the next run
         server = skill_server(tmp_path, "pkgs", served_package("pkgs", leaf, {"SKILL.md": NOTES_MD, "a.md": "A\n"}))
-        with Computer("c", [server], policy=FAST, skill_home=home, confirm=allow_all) as computer:
+        with Computer("c", [server], policy=FAST, confirm=allow_all, skills=SkillsOptions(home=home)) as computer:
             [skill] = computer.skills()
             assert (skill.name, Path(skill.path).name) == ("mcp:pkgs:notes", leaf)
             assert computer.skill_resource("mcp:pkgs:notes", "a.md").read(0, 10) == b"A\n"
@@ -98,8 +98,7 @@ def test_a_package_relisted_under_another_uri_is_staged_and_no_log_line_shows_a_
 def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -> None:
     server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": NOTES_MD, "big.bin": BIG}))
     with serving() as smcp, \
-            connected_computer("c", [server], smcp.url, "orphans", timeout=T, policy=FAST,
-                               skill_home=tmp_path / "home") as computer, \
+            connected_computer("c", [server], smcp.url, "orphans", timeout=T, policy=FAST, skills=SkillsOptions(home=tmp_path / "home")) as computer, \
             joined_agent("reader", smcp.url, "orphans", timeout=T) as agent:
         handle = agent.get_skill("c", "mcp:remote:notes", "big.bin", timeout=T, rehydrate=False).blob_handle
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()
@@ -124,8 +123,7 @@ def test_skill_md_handles_count_against_the_blob_memory_bound(tmp_path: Path) ->
     long_md = NOTES_MD + "More words. " * 50  # ~630 bytes once its front matter is stripped
     server = skill_server(tmp_path, "remote", served_package("remote", "notes", {"SKILL.md": long_md}))
     with serving() as smcp, \
-            connected_computer("c", [server], smcp.url, "memory", timeout=T, policy=FAST, skill_inline_budget=100,
-                               skill_home=tmp_path / "home") as computer, \
+            connected_computer("c", [server], smcp.url, "memory", timeout=T, policy=FAST, skills=SkillsOptions(inline_budget=100, home=tmp_path / "home")) as computer, \
             joined_agent("reader", smcp.url, "memory", timeout=T) as agent:
         computer.blobs = BlobHandles(max_memory=1000)  # room for one SKILL.md held in memory, not two
         first, second = (skill_md_handle(agent, "c", "mcp:remote:notes") for _ in range(2))
@@ -159,8 +157,7 @@ def test_front_matter_is_yaml_and_a_package_with_invalid_yaml_is_left_out_with_i
     ]
     server = skill_server(tmp_path, "yaml", entries)
     with serving() as smcp, \
-            connected_computer("c", [server], smcp.url, "yaml", timeout=T, policy=FAST,
-                               skill_home=tmp_path / "home") as computer, \
+            connected_computer("c", [server], smcp.url, "yaml", timeout=T, policy=FAST, skills=SkillsOptions(home=tmp_path / "home")) as computer, \
             joined_agent("reader", smcp.url, "yaml", timeout=T) as agent:
         [review] = agent.get_skills("c", timeout=T)
         body = agent.get_skill("c", "mcp:yaml:code-review", timeout=T).body
@@ -232,8 +229,7 @@ def test_an_archive_download_has_one_deadline_not_one_per_read(
 ) -> None:
     policy = attrs.evolve(FAST, request_timeout=1.0, cold_wait=0.2)
     with Drip().serving() as drip, \
-            Computer("c", [archive_server(tmp_path, drip.url)], policy=policy, skill_home=tmp_path / "home",
-                     confirm=allow_all) as computer:
+            Computer("c", [archive_server(tmp_path, drip.url)], policy=policy, confirm=allow_all, skills=SkillsOptions(home=tmp_path / "home")) as computer:
         assert drip.connected.wait(T)
         reasons = lambda: [r.getMessage() for r in caplog.records if "skill://arch/slow" in r.getMessage()]  # noqa: E731
         [reason] = wait_until(reasons, 15, "the download given up")  # a byte every 50 ms: no read ever times out
@@ -247,8 +243,7 @@ def test_a_stalled_download_holds_up_no_desktop_update_and_close_ends_it(no_leak
     desk = skill_server(tmp_path, "desk", [])
     window = {"uri": "window://desk.host/main", "name": "main", "text": "hello"}
     with Drip().serving() as drip:
-        computer = Computer("c", [archive_server(tmp_path, drip.url), desk], policy=policy,
-                            skill_home=tmp_path / "home", confirm=allow_all).start()
+        computer = Computer("c", [archive_server(tmp_path, drip.url), desk], policy=policy, confirm=allow_all, skills=SkillsOptions(home=tmp_path / "home")).start()
         try:
             assert drip.connected.wait(T)  # the warm-up is now downloading, for up to 25 s
             result = computer.call_tool("desk__set_resources", {"resources": [window]}, timeout=T)
@@ -281,8 +276,7 @@ def test_an_archive_of_200k_entries_is_refused_while_its_headers_stream_by(
     """Before: every header was parsed first (92 MB and 18 s measured for 200k entries)."""
     bomb = many_empty_entries(200_000)
     with http_files({"bomb.tar.gz": bomb}) as base, \
-            Computer("c", [skill_server(tmp_path, "arch", [])], policy=FAST, skill_home=tmp_path / "home",
-                     confirm=allow_all) as computer:
+            Computer("c", [skill_server(tmp_path, "arch", [])], policy=FAST, confirm=allow_all, skills=SkillsOptions(home=tmp_path / "home")) as computer:
         tracemalloc.start()
         try:
             meta = {"source": "archive", "archive_uri": f"{base}/bomb.tar.gz", "archive_format": "tar.gz"}
@@ -311,8 +305,7 @@ def test_a_package_served_as_resources_has_the_archives_bounds(tmp_path: Path, m
                                           "b.md": "y" * 600}),
     ]
     home = tmp_path / "home"
-    with Computer("c", [skill_server(tmp_path, "pkgs", entries)], policy=FAST, skill_home=home,
-                  confirm=allow_all) as computer:
+    with Computer("c", [skill_server(tmp_path, "pkgs", entries)], policy=FAST, confirm=allow_all, skills=SkillsOptions(home=home)) as computer:
         assert [skill.name for skill in computer.skills()] == ["mcp:pkgs:notes"]
         staged = {p.parent.name for p in files_under(home)}
     assert staged == {"fits"}
@@ -336,8 +329,7 @@ def test_the_mounted_mode_is_refused_from_a_remote_server(tmp_path: Path, caplog
     write_state(state, entries)
     process, url = start_http_server(RESOURCE_SERVER, "--state", str(state), "--transport", "streamable")
     try:
-        with Computer("c", [http_config("remote", "streamable", url)], policy=FAST, skill_home=tmp_path / "home",
-                      confirm=allow_all) as computer:
+        with Computer("c", [http_config("remote", "streamable", url)], policy=FAST, confirm=allow_all, skills=SkillsOptions(home=tmp_path / "home")) as computer:
             assert [skill.name for skill in computer.skills()] == ["mcp:remote:shared"]
     finally:
         stop(process)
@@ -352,7 +344,7 @@ def test_a_user_skill_with_invalid_yaml_is_left_out_with_its_reason_and_no_host_
     for name, md in (("good", NOTES_MD), ("broken", "---\nname: x\ndescription: [unclosed\n---\n")):
         (user / name).mkdir(parents=True)
         (user / name / "SKILL.md").write_text(md, encoding="utf-8")
-    with Computer("c", [], skill_home=tmp_path / "home", user_skills=user, confirm=allow_all) as computer:
+    with Computer("c", [], confirm=allow_all, skills=SkillsOptions(home=tmp_path / "home", user_folder=user)) as computer:
         assert [skill.name for skill in computer.skills()] == ["good"]
     [reason] = [r.getMessage() for r in caplog.records if "broken" in r.getMessage()]
     assert "broken skipped: its SKILL.md front matter is not valid YAML" in reason

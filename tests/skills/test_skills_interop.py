@@ -14,6 +14,7 @@ import pytest
 from smcp_sync import Computer
 from smcp_sync.agent.requests import NotHandledError
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.computer import SkillsOptions
 
 from computer.helpers import RESOURCE_SERVER, stdio_config, write_state
 from interop.harness import agent_results, run_official_agent, start_official_agent, start_official_computer
@@ -84,7 +85,7 @@ def test_their_agent_hears_our_user_skills_folder_change(their_python: Path, tmp
         {"op": "wait_notify", "name": "notify:update_skills", "match": {"computer": "c-ours"}, "timeout": 30},
         {"op": "get_skills", "computer": "c-ours"},
     ]
-    with serving(auth=KEY) as server, Computer("c-ours", user_skills=user) as computer:
+    with serving(auth=KEY) as server, Computer("c-ours", skills=SkillsOptions(user_folder=user)) as computer:
         computer.connect(server.url, "o-up", auth={"api_key": KEY}, timeout=20)
         agent = start_official_agent(their_python, server.url, "o-up", "a-sdk", steps, auth_via="sdk")
         try:

@@ -18,6 +18,7 @@ from smcp_sync import Computer
 from smcp_sync.computer import allow_all
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import SMCPError
+from smcp_sync.computer import ChannelOptions, SkillsOptions
 
 from computer.helpers import FAST, RESOURCE_SERVER, stdio_config, write_state
 from office_parts import connected_computer, joined_agent, serving
@@ -115,8 +116,14 @@ def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         server = stack.enter_context(serving())
         computer = stack.enter_context(
             connected_computer(
-                "skilled", servers, server.url, OFFICE, timeout=T, policy=FAST, user_skills=user,
-                skill_home=root / "home", update_debounce=0.05,
+                "skilled",
+                servers,
+                server.url,
+                OFFICE,
+                timeout=T,
+                policy=FAST,
+                skills=SkillsOptions(user_folder=user, home=root / "home"),
+                channels=ChannelOptions(update_debounce=0.05),
             )
         )
         agent = stack.enter_context(joined_agent("reader", server.url, OFFICE, timeout=T))
@@ -245,7 +252,7 @@ def test_a_file_over_the_size_cap_is_refused_before_any_byte(tmp_path: Path) -> 
     state = tmp_path / "state.json"
     write_state(state, [mounted("com.test.cap", "notes", folder)])
     config = stdio_config("cap", "--state", str(state), script=RESOURCE_SERVER)
-    with Computer("capped", [config], policy=FAST, skill_max_size=1024, confirm=allow_all) as computer:
+    with Computer("capped", [config], policy=FAST, confirm=allow_all, skills=SkillsOptions(max_size=1024)) as computer:
         with pytest.raises(SMCPError) as caught:
             computer.skill_resource("mcp:cap:notes", "data.bin")
     assert (caught.value.code, caught.value.details["reason"], caught.value.details["total_size"]) == (4017, "too_large", 2048)

@@ -12,6 +12,7 @@ import pytest
 from smcp_sync import Computer
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.demo.bundle import bundled_servers
+from smcp_sync.computer import SkillsOptions
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.timeout(90)
 def test_concurrent_requests_see_whole_packages(tmp_path: Path) -> None:
     tools = bundled_servers(Path(SAMPLE_DOCUMENTS))[0]
     failures: list[str] = []
-    with Computer("stager", [tools], skill_home=tmp_path / "home") as computer:
+    with Computer("stager", [tools], skills=SkillsOptions(home=tmp_path / "home")) as computer:
 
         def ask() -> None:
             for _ in range(5):

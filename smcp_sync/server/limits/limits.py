@@ -4,9 +4,9 @@ address, bytes waiting to be sent to it.
 
 Why: without these, sockets that never authenticate, requests sent half-way and clients
 that stop reading hold worker threads and memory for as long as they like, and a few
-hundred of them lock everyone else out (issue 12). Every bound is a `SMCPServer`
-keyword option; the defaults suit a Server reached directly or through a proxy that
-keeps client addresses apart (docs/server/security.md).
+hundred of them lock everyone else out (issue 12). Every bound is a field of
+`ServerLimits`, which `SMCPServer(limits=...)` takes; the defaults suit a Server reached
+directly or through a proxy that keeps client addresses apart (docs/server/security.md).
 """
 
 from __future__ import annotations

@@ -52,12 +52,11 @@ from ..offices.office_rules import Handshake, JoinOutcome, Session, plan_join, p
 from ..offices.registry import OfficeRegistry, RegistryListener
 from .redis_connection import redis_client
 from .redis_deployment import deployment_prefix
+from .redis_options import DEFAULT_NODE_TTL
 from .seen_members import SeenMembers
 
 logger = logging.getLogger(__name__)
 
-#: A node whose heartbeat is older than this is dead: its members are purged.
-DEFAULT_NODE_TTL = 5.0
 #: Members of other nodes remembered from `find` (and sessions heard ending), at most.
 REMEMBERED = 10_000
 #: Members written back in one Redis transaction, and purged by one script call: one

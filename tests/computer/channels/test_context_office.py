@@ -34,6 +34,7 @@ from smcp_sync.protocol import (
     to_wire,
 )
 from smcp_sync.server import SMCPServer
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import FAST
 from ..resource_helpers import DOCUMENTS_SERVER, QUICK, QUIET, Announcements, module_config, resource_config
@@ -79,7 +80,7 @@ def office(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Computer,
     shutil.copytree(SAMPLE_DOCUMENTS, folder)
     documents = module_config("docs", DOCUMENTS_SERVER, "--root", str(folder), "--poll-interval", "0.1")
     windows = resource_config("windows", folder.parent / "windows.json", WINDOWS, "--page-size", "1")
-    computer = Computer("c1", [documents, windows], policy=FAST, update_debounce=QUICK)
+    computer = Computer("c1", [documents, windows], policy=FAST, channels=ChannelOptions(update_debounce=QUICK))
     with SMCPServer() as server:
         url = server.start()
         try:
@@ -183,7 +184,7 @@ def test_joining_right_after_start_sends_no_stale_update_notice(tmp_path: Path, 
     with SMCPServer() as server:
         url = server.start()
         agent = Agent(url)
-        computer = Computer("c1", [windows], policy=FAST, update_debounce=slow_debounce)
+        computer = Computer("c1", [windows], policy=FAST, channels=ChannelOptions(update_debounce=slow_debounce))
         try:
             computer.start()
             computer.connect(url, OFFICE)

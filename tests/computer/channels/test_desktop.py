@@ -12,6 +12,7 @@ import pytest
 
 from smcp_sync.computer import Computer, allow_all
 from smcp_sync.protocol import BadRequestError, events
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import FAST
 from ..resource_helpers import QUICK, WINDOW_SERVER, Announcements, module_config, resource_config
@@ -99,7 +100,7 @@ def test_bad_desktop_arguments_are_clear_errors(desk: Computer) -> None:
 def live_desktop(computer_factory: Any) -> Any:
     def make(*args: str) -> tuple[Computer, Announcements]:
         config = module_config("windows", WINDOW_SERVER, *args)
-        computer = computer_factory(config, start=False, update_debounce=QUICK)
+        computer = computer_factory(config, start=False, channels=ChannelOptions(update_debounce=QUICK))
         announced = Announcements()
         computer.add_update_listener(announced)
         return computer.start(), announced

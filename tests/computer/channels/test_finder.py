@@ -15,6 +15,7 @@ import pytest
 from smcp_sync.computer import Computer, allow_all
 from smcp_sync.demo import SAMPLE_DOCUMENTS
 from smcp_sync.protocol import BadRequestError, DPEDocumentSummary, events
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import FAST, write_state
 from ..resource_helpers import DOCUMENTS_SERVER, QUICK, Announcements, module_config, resource_config
@@ -108,7 +109,7 @@ def test_unreadable_documents_are_left_out_and_reported(library: Computer) -> No
 @pytest.fixture
 def watched_library(computer_factory: Any, tmp_path: Path) -> tuple[Computer, Announcements, Path]:
     state = tmp_path / "zeta.json"
-    computer = computer_factory(resource_config("zeta", state, ZETA), start=False, update_debounce=QUICK)
+    computer = computer_factory(resource_config("zeta", state, ZETA), start=False, channels=ChannelOptions(update_debounce=QUICK))
     announced = Announcements()
     computer.add_update_listener(announced)
     computer.start()
@@ -148,7 +149,7 @@ def folder_finder(computer_factory: Any, tmp_path: Path) -> tuple[Computer, Anno
         if (folder / name).is_file():
             os.utime(folder / name, (1_700_000_000 - age * 3600, 1_700_000_000 - age * 3600))
     config = module_config("docs", DOCUMENTS_SERVER, "--root", str(folder), "--poll-interval", "0.1")
-    computer = computer_factory(config, start=False, update_debounce=QUICK)
+    computer = computer_factory(config, start=False, channels=ChannelOptions(update_debounce=QUICK))
     announced = Announcements()
     computer.add_update_listener(announced)
     computer.start()

@@ -15,6 +15,7 @@ import pytest
 
 from smcp_sync.computer import Computer
 from smcp_sync.protocol import events
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import FAST, wait_until
 from ..resource_helpers import QUICK, Announcements, slow_catalogue_config
@@ -32,7 +33,7 @@ def started(
     computer_factory: Any, *configs: dict[str, Any], cold_wait: float = COLD_WAIT
 ) -> tuple[Computer, Announcements]:
     policy = attrs.evolve(FAST, cold_wait=cold_wait)
-    computer = computer_factory(*configs, start=False, update_debounce=QUICK, policy=policy)
+    computer = computer_factory(*configs, start=False, policy=policy, channels=ChannelOptions(update_debounce=QUICK))
     announced = Announcements()
     computer.add_update_listener(announced)
     computer.start()

@@ -19,6 +19,7 @@ from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import BadRequestError
 from smcp_sync.protocol.models import Resource
 from smcp_sync.threads.debounce import Debouncer
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import EventLog, wait_until, write_state
 from ..resource_helpers import (
@@ -342,7 +343,7 @@ def watched(computer_factory: Any) -> Callable[..., tuple[Computer, Announcement
     recorded from the start, once its initial announcements have settled."""
 
     def make(*configs: dict[str, Any]) -> tuple[Computer, Announcements, EventLog]:
-        computer = computer_factory(*configs, start=False, update_debounce=QUICK)
+        computer = computer_factory(*configs, start=False, channels=ChannelOptions(update_debounce=QUICK))
         announcements, server_events = Announcements(), EventLog()
         computer.add_update_listener(announcements)
         computer.add_listener(server_events)

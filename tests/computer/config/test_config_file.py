@@ -16,6 +16,7 @@ from smcp_sync.protocol import (
     StreamableHttpServerConfig,
     to_wire,
 )
+from smcp_sync.computer import Inputs
 
 from ..helpers import stdio_config
 
@@ -72,7 +73,7 @@ def test_inputs_file_holds_one_input_or_a_list(tmp_path: Path) -> None:
 
 
 def test_the_computer_renders_and_types_every_server_config() -> None:
-    computer = Computer("c", config={"servers": [STDIO, SSE, STREAMABLE], "inputs": INPUTS}, input_values={"token": "t"})
+    computer = Computer("c", config={"servers": [STDIO, SSE, STREAMABLE], "inputs": INPUTS}, inputs=Inputs(values={"token": "t"}))
     configs = {config.name: config for config, _ in computer.servers.snapshot()}
     files = configs["files"]
     assert isinstance(files, StdioServerConfig)
@@ -102,7 +103,7 @@ def test_unusable_documents_are_refused_with_the_reason(document: object, messag
 
 
 def test_servers_may_share_a_display_name_when_their_bundle_ids_differ() -> None:
-    computer = Computer("c", [{**STDIO, "bundle_id": "files_a"}, {**STDIO, "bundle_id": "files_b"}], input_values={"root": "/", "token": "t"})
+    computer = Computer("c", [{**STDIO, "bundle_id": "files_a"}, {**STDIO, "bundle_id": "files_b"}], inputs=Inputs(values={"root": "/", "token": "t"}))
     assert list(computer.get_config().servers) == ["files_a", "files_b"]
     assert [s.name for s in computer.get_config().servers.values()] == ["files", "files"]
     computer.close()

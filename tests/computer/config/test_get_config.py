@@ -8,6 +8,7 @@ import pytest
 
 from smcp_sync.computer import REDACTED, Computer
 from smcp_sync.protocol import SMCPError, to_wire
+from smcp_sync.computer import Inputs
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -39,8 +40,9 @@ SECRET_NUMBER = {
 
 def test_secrets_never_appear_in_the_config_answer() -> None:
     computer = Computer(
-        "c", config={"servers": [STDIO, HTTP, TYPED], "inputs": INPUTS},
-        input_values={"token": "s3cr3t-value", "port": 7, "region": "us"},
+        "c",
+        config={"servers": [STDIO, HTTP, TYPED], "inputs": INPUTS},
+        inputs=Inputs(values={"token": "s3cr3t-value", "port": 7, "region": "us"}),
     )
     answer = computer.get_config()
     wire = json.dumps(to_wire(answer))
@@ -59,7 +61,7 @@ def test_secrets_never_appear_in_the_config_answer() -> None:
 
 def test_a_config_that_cannot_be_shown_without_a_secret_is_left_out_and_said_so() -> None:
     inputs = [{"type": "promptString", "id": "token", "description": "T", "password": True}]
-    computer = Computer("c", config={"servers": [SECRET_NUMBER], "inputs": inputs}, input_values={"token": 5})
+    computer = Computer("c", config={"servers": [SECRET_NUMBER], "inputs": inputs}, inputs=Inputs(values={"token": 5}))
     answer = computer.get_config()
     assert answer.servers == {}
     assert computer.diagnostics() == ["configuration of MCP server 'odd' is not shown: it cannot be shown without secrets"]

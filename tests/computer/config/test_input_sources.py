@@ -24,6 +24,7 @@ from smcp_sync.computer.config.input_sources import default_values_file, env_var
 from smcp_sync.computer.config.inputs import InputResolver
 from smcp_sync.protocol import BadRequestError, CommandInput, PickStringInput, PromptStringInput, events
 from smcp_sync.server import SMCPServer
+from smcp_sync.computer import Inputs
 
 from ..helpers import stdio_config
 
@@ -141,8 +142,7 @@ def test_set_input_restarts_the_servers_using_it_and_the_office_hears_update_con
         stdio_config("tools", "--prefix", "${input:prefix}"),
         stdio_config("other", "--prefix", "o_"),
         name="c1",
-        inputs=[prefix],
-        input_values={"prefix": "old_"},
+        inputs=Inputs(definitions=[prefix], values={"prefix": "old_"}),
     )
     computer.connect(url, "office-1", timeout=30)
     assert "tools__old_echo" in {t.name for t in agent.get_tools("c1", timeout=10)}

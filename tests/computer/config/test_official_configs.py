@@ -19,6 +19,7 @@ from smcp_sync import Computer
 from smcp_sync.computer import ConfigError, load_config
 from smcp_sync.computer.config.redaction import REDACTED
 from smcp_sync.protocol import StdioServerConfig, StreamableHttpServerConfig
+from smcp_sync.computer import Inputs
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -28,7 +29,7 @@ INPUT_VALUES = {"root": "/tmp", "token": "t0ken", "who": "me", "api_token": "t0k
 
 
 def _computer(name: str) -> Computer:
-    return Computer("c", config=FIXTURES / name, input_values=INPUT_VALUES)  # not started: nothing runs
+    return Computer("c", config=FIXTURES / name, inputs=Inputs(values=INPUT_VALUES))  # not started: nothing runs
 
 
 @pytest.mark.parametrize("name", ["a2c_smcp_0.4.2_model_dump.json", "a2c_smcp_0.4.2_mcp.json"])
@@ -106,7 +107,7 @@ def test_the_oauth_block_is_accepted_for_http_servers_in_each_mode_and_a_wrong_o
     hush, another = _ec_private_key(), _ec_private_key()  # a secret, or a key that can sign ES256
     for mode in modes:
         config = {**web, "oauth": {"mode": mode, "resource": "https://mcp.example/mcp"}}
-        host = Computer("c", [config], inputs=[secret], input_values={"s": hush})
+        host = Computer("c", [config], inputs=Inputs(definitions=[secret], values={"s": hush}))
         assert host.get_config().servers["web"].oauth.mode == mode
         assert host.set_input("s", another) == (["web"] if "s" in mode.values() else [])  # configured again
     # client credentials without oauth.mode.issuer: said, once per configuration

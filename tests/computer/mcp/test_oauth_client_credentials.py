@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from smcp_sync.computer import Computer, ConfigError, FileTokenStore, allow_all
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.errors import ErrorCode
+from smcp_sync.computer import Inputs
 
 from ..authorization_server import AuthorizationServer
 from ..helpers import FAST, http_config, start_http_server, stop
@@ -175,11 +176,10 @@ def oauth_computer(
     return Computer(
         "c",
         [config],
-        inputs=[secret_input],
-        input_values={secret_input["id"]: value},
         policy=FAST,
         confirm=allow_all,
         oauth_store=FileTokenStore(store),
+        inputs=Inputs(definitions=[secret_input], values={secret_input["id"]: value}),
     )
 
 

@@ -27,6 +27,7 @@ from smcp_sync.computer import (
 )
 from smcp_sync.protocol.codec import to_wire
 from smcp_sync.protocol.errors import ErrorCode
+from smcp_sync.computer import Inputs
 
 from ..authorization_server import JWT_BEARER, AuthorizationServer
 from ..helpers import FAST, http_config
@@ -68,8 +69,13 @@ def cross_app_computer(
         values["id_jag"] = assertion
     config = http_config("locked", "streamable", url, oauth={"scopes": ["tools"], "mode": mode})
     return Computer(
-        "c", [config], inputs=[SECRET_INPUT, ASSERTION_INPUT], input_values=values, policy=FAST, confirm=allow_all,
-        oauth_store=MemoryTokenStore(), **options,
+        "c",
+        [config],
+        policy=FAST,
+        confirm=allow_all,
+        oauth_store=MemoryTokenStore(),
+        **options,
+        inputs=Inputs(definitions=[SECRET_INPUT, ASSERTION_INPUT], values=values),
     )  # fmt: skip
 
 

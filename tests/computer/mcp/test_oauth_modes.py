@@ -18,6 +18,7 @@ import pytest
 
 from smcp_sync.computer import Computer, FileTokenStore, OAuthAuthorizationError, allow_all
 from smcp_sync.protocol.codec import to_wire
+from smcp_sync.computer import Inputs
 
 from skills.http_files import http_files
 from ..authorization_server import AuthorizationServer, loopback_tls
@@ -40,10 +41,10 @@ def computer(url: str, mode: dict[str, Any], tmp_path: Path, transport: str = "s
     return Computer(
         "c",
         [config],
-        inputs=[SECRET_INPUT],
         policy=FAST,
         confirm=allow_all,
         oauth_store=FileTokenStore(tmp_path / "oauth"),
+        inputs=Inputs(definitions=[SECRET_INPUT]),
     )
 
 
@@ -109,7 +110,7 @@ def test_client_credentials_with_a_signed_jwt(
     config = http_config("locked", "streamable", url, oauth={"scopes": ["tools"], "mode": mode})
     store = FileTokenStore(tmp_path)
     inputs = [SECRET_INPUT]
-    with Computer("c", [config], inputs=inputs, input_values={"oauth_secret": private.decode()}, policy=FAST, confirm=allow_all, oauth_store=store) as host:
+    with Computer("c", [config], policy=FAST, confirm=allow_all, oauth_store=store, inputs=Inputs(definitions=inputs, values={"oauth_secret": private.decode()})) as host:
         host.start()
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"
     assert issuer.assertion_audiences[-1] == f"{issuer.url}/token"  # not the issuer, as configured

@@ -15,6 +15,7 @@ import pytest
 from smcp_sync.computer import Computer, PendingToolCall, allow_all
 from smcp_sync.computer.config.vrl import VRL_TRANSFORMED
 from smcp_sync.protocol import ErrorCode
+from smcp_sync.computer import ChannelOptions
 
 from ..helpers import FAST, stdio_config, wait_until
 
@@ -117,7 +118,7 @@ def test_confirmations_left_unanswered_hold_up_no_other_call(computer_factory: A
 
 
 def test_history_keeps_the_last_calls_with_their_outcome(computer_factory: Any) -> None:
-    computer = computer_factory(stdio_config("tools"), history_size=3)
+    computer = computer_factory(stdio_config("tools"), channels=ChannelOptions(history_size=3))
     computer.call_tool("echo", {"text": "1"}, timeout=10, req_id="a")
     computer.call_tool("fail", {"message": "x"}, timeout=10, req_id="b")
     computer.call_tool("sleep", {"seconds": 5}, timeout=0.2, req_id="c")

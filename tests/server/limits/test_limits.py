@@ -1,4 +1,5 @@
-"""`SMCPServer`'s bounds on what one client may hold: refused values name the option."""
+"""`SMCPServer`'s bounds on what one client may hold (`ServerLimits`): refused values name
+the option."""
 
 from __future__ import annotations
 
@@ -27,18 +28,18 @@ from smcp_sync.server.limits.limits import ServerLimits
 )
 def test_bad_limits_are_refused_naming_the_option(option, value):
     with pytest.raises(ValueError, match=f"^{option} must be"):
-        SMCPServer(**{option: value})
+        ServerLimits(**{option: value})
 
 
 def test_limits_reach_the_server_and_none_turns_the_per_address_cap_off():
-    server = SMCPServer(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024)
+    server = SMCPServer(limits=ServerLimits(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024))
     assert server.limits == ServerLimits(handshake_timeout=2, max_connections_per_ip=None, max_send_backlog=1024)
     assert server.sio.eio.max_send_backlog == 1024
     assert all(server.sio._per_address.admit("127.0.0.1") for _ in range(1000))
 
 
 def test_none_turns_the_per_address_auth_backoff_off():
-    server = SMCPServer(max_auth_failures_per_ip=None, max_unauthenticated_bytes=1024)
+    server = SMCPServer(limits=ServerLimits(max_auth_failures_per_ip=None, max_unauthenticated_bytes=1024))
     assert server.sio.eio.max_unauthenticated_bytes == 1024
     failures = server.sio.auth_failures
     for _ in range(1000):

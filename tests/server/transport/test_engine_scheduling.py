@@ -14,6 +14,7 @@ import websocket
 from smcp_sync.protocol import events
 from smcp_sync.server import InMemoryRegistry
 from smcp_sync.server.transport.engine import PING_JITTER
+from smcp_sync.server import ServerLimits
 
 from ..peers import Peer
 
@@ -105,7 +106,7 @@ def test_a_connect_under_way_when_the_handshake_deadline_passes_is_finished_not_
     handled (a busy Server): the connect completes, and the session stays. Cut mid-way,
     python-socketio's handler failed on the session's forgotten environment (KeyError,
     logged with its traceback)."""
-    server = _slow_to_connect(server_factory(handshake_timeout=0.3))
+    server = _slow_to_connect(server_factory(limits=ServerLimits(handshake_timeout=0.3)))
     ws = _engineio_websocket(server.url)
     try:
         assert ws.recv().startswith("0{")
@@ -121,7 +122,7 @@ def test_a_connect_under_way_when_the_handshake_deadline_passes_is_finished_not_
 
 
 def test_a_refused_connect_under_way_when_the_handshake_deadline_passes_is_closed_once_refused(server_factory, caplog):
-    server = _slow_to_connect(server_factory(auth="right-key", handshake_timeout=0.3))
+    server = _slow_to_connect(server_factory(auth="right-key", limits=ServerLimits(handshake_timeout=0.3)))
     ws = _engineio_websocket(server.url)
     try:
         assert ws.recv().startswith("0{")
