@@ -22,6 +22,7 @@ from smcp_sync.computer import (
     ElicitationAnswer,
     FormElicitation,
     IdentityAssertionRequest,
+    Inputs,
     MemoryTokenStore,
     UrlElicitation,
     allow_all,
@@ -76,7 +77,7 @@ def run() -> int:
         elicit=elicit, open_url=scenario.user_grants, redirect_uri=scenario.REDIRECT_URI, identity_assertion=assertion
     )
     computer = Computer(
-        "conformance", [config], inputs=[SECRET] if values else [], input_values=values, confirm=allow_all,
+        "conformance", [config], inputs=Inputs([SECRET] if values else [], values=values), confirm=allow_all,
         oauth_store=MemoryTokenStore(), client_features=features,
     )  # fmt: skip
     with computer:
