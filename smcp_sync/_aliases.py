@@ -1,4 +1,5 @@
-"""Flat keywords kept one release as deprecated aliases of a value object's fields.
+"""Flat keywords kept one release as deprecated aliases of a value object's fields, and
+methods kept one release where they were.
 
 Why: `SMCPServer` and `Computer` take one value object per concern (`limits=ServerLimits(...)`,
 issue 35); the keywords they took before still work for one release. This is the one
@@ -53,3 +54,26 @@ def refuse_unknown(owner: str, given: Mapping[str, Any]) -> None:
     """TypeError for keywords left once the aliases are taken, as Python words it."""
     if given:
         raise TypeError(f"{owner}() got an unexpected keyword argument {next(iter(given))!r}")
+
+
+class MovedTo:
+    """A method kept one release where it was (`Computer.add_server`) that warns and
+    calls where it went (`Computer.servers.add`)."""
+
+    def __init__(self, face: str, name: str) -> None:
+        self._face, self._name = face, name
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        self._old = f"{owner.__name__}.{attribute}()"
+        self._new = f"{owner.__name__}.{self._face}.{self._name}()"
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        target = getattr(getattr(instance, self._face), self._name)
+
+        def moved(*args: Any, **kwargs: Any) -> Any:
+            warnings.warn(f"{self._old} is deprecated; use {self._new}", DeprecationWarning, stacklevel=2)
+            return target(*args, **kwargs)
+
+        return moved

@@ -144,7 +144,7 @@ def configured_computer(args: argparse.Namespace, only: str | None = None) -> Co
     )
     for index, server in enumerate(servers):
         try:
-            computer.add_server(server)
+            computer.servers.add(server)
         except BadRequestError as exc:
             computer.close()
             where = repr(server["name"]) if isinstance(server.get("name"), str) else f"#{index + 1}"
@@ -173,7 +173,7 @@ class _AuthorizeLines:
 
     def watch(self, computer: Computer) -> None:
         computer.add_listener(lambda event: self._tell(event.status) if event.status is not None else None)
-        for status in computer.server_statuses():
+        for status in computer.servers.statuses():
             self._tell(status)
 
     def _tell(self, status: ServerStatus) -> None:
@@ -210,7 +210,7 @@ def _in_file(path: str, load: Any) -> Any:
 def _summary(computer: Computer, args: argparse.Namespace) -> str:
     from ..computer import ServerState
 
-    statuses = computer.server_statuses()
+    statuses = computer.servers.statuses()
     down = [s.bundle_id for s in statuses if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
     if args.json:
         servers = {s.bundle_id: str(s.state.value) for s in statuses}

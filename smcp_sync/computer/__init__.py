@@ -18,9 +18,9 @@ from .mcp.client_features import (
     UrlElicitation,
 )
 from .mcp.failures import MCPServerError
-from .mcp.manager import ServerManager
 from .mcp.oauth import IdentityAssertionRequest, OAuthAuthorizationError
 from .mcp.policy import ServerPolicy
+from .server_admin import MCPServers
 from .options import BlobOptions, ChannelOptions, Inputs, SkillsOptions
 from .mcp.status import (
     ComputerNotRunningError,
@@ -52,6 +52,7 @@ __all__ = [
     "InputMemory",
     "KeyringTokenStore",
     "MCPServerError",
+    "MCPServers",
     "MemoryTokenStore",
     "NoOneConfirms",
     "OAuthAuthorizationError",
@@ -63,7 +64,6 @@ __all__ = [
     "SamplingRequest",
     "ServerCapabilities",
     "ServerEvent",
-    "ServerManager",
     "ServerPolicy",
     "ServerState",
     "ServerStatus",

@@ -33,35 +33,22 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from .._aliases import Aliases, refuse_unknown
+from .._aliases import Aliases, MovedTo, refuse_unknown
 from ..blobs import BlobHandles
 from ..blobs.uploads import Uploads
 from ..connection.credentials import AuthSource
 from ..connection.session import ReconnectPolicy
 from ..protocol import events
-from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, DEFAULT_TOOL_TIMEOUT, SERVER_TIMEOUT_BUFFER
+from ..protocol.conventions import DEFAULT_REQUEST_TIMEOUT, SERVER_TIMEOUT_BUFFER
 from ..protocol.models import (
-    DEFAULT_FINDER_LIMIT,
-    A2CResource,
-    A2CSkillRef,
-    CallToolResult,
-    Completion,
-    CompletionArgument,
-    CompletionContext,
-    CompletionReference,
-    Desktop,
-    GetComputerConfigRet,
     MCPServerConfig,
-    ResourceContents,
-    SMCPTool,
 )
-from ..threads.forks import after_fork_in_child, parent_pid
+from ..threads.forks import after_fork_in_child
 from ..threads.gevent_order import require_same_threading, stdlib_patched
 from ..threads.serial import Batches, SerialThread
 from .channels.desktop import DesktopWindows
-from .channels.finder_catalogue import FinderCatalogue, FinderPage
+from .channels.finder_catalogue import FinderCatalogue
 from .channels.reads import ResourceRequests
-from .channels.skill_files import SkillResource
 from .channels.skill_watch import SkillFolderWatch
 from .channels.skills import (
     SkillHome,
@@ -72,14 +59,15 @@ from .channels.watch import ResourceWatch
 from .config.files import check_unique_bundle_ids, load_config
 from .config.inputs import InputResolver
 from .config.oauth_store import OAuthTokenStore
-from .config.redaction import public_input
 from .mcp.bridge import SHUTDOWN_GRACE, EventLoopThread
 from .mcp.client_features import ClientAnswers, ClientFeatures, Root, Roots
 from .mcp.manager import ServerManager
 from .mcp.oauth import OpenUrl
 from .mcp.policy import ServerPolicy
+from .office_requests import OfficeRequests
+from .server_admin import DEFAULT_START_TIMEOUT, MCPServers
 from .options import BlobOptions, ChannelOptions, Inputs, SkillsOptions
-from .mcp.status import ComputerNotRunningError, ServerEvent, ServersNotStartedError, ServerState, ServerStatus
+from .mcp.status import ServerEvent, ServersNotStartedError, ServerState, ServerStatus
 from .socket_side import SocketSide
 from .tools.calls import ConfirmCallback, ToolCaller
 from .tools.catalog import ToolCatalog, build_catalog
@@ -87,8 +75,6 @@ from .tools.history import ToolCallHistory, ToolCallRecord
 
 log = logging.getLogger(__name__)
 
-#: Seconds `start()` waits for the MCP servers' first connection attempts by default.
-DEFAULT_START_TIMEOUT = 30.0
 #: Seconds `authorize()` waits for the user by default.
 DEFAULT_AUTHORIZE_TIMEOUT = 300.0
 
@@ -96,38 +82,24 @@ ServerListener = Callable[[ServerEvent], None]
 #: Called with the `server:update_*` event name each time the Computer announces a change.
 UpdateListener = Callable[[str], None]
 
-#: The keywords Computer took before its value objects, kept one release (issue 35).
-_INPUTS_ALIASES = Aliases(
-    "Computer",
-    "inputs",
-    Inputs,
-    {"inputs": "definitions", "input_values": "values", "input_resolver": "resolver", "input_memory": "memory"},
-)
-_CHANNELS_ALIASES = Aliases(
-    "Computer", "channels", ChannelOptions, {"update_debounce": "update_debounce", "history_size": "history_size"}
-)
-_SKILLS_ALIASES = Aliases(
-    "Computer",
-    "skills",
-    SkillsOptions,
-    {"user_skills": "user_folder", "skill_home": "home", "skill_max_size": "max_size", "skill_inline_budget": "inline_budget"},
-)
-_BLOBS_ALIASES = Aliases(
-    "Computer",
-    "blobs",
-    BlobOptions,
-    {
-        "blob_handle_ttl": "handle_ttl",
-        "landing_folder": "landing_folder",
-        "upload_max_bytes": "upload_max_bytes",
-        "upload_idle_timeout": "upload_idle_timeout",
-    },
-)
+#: The keywords Computer took before its value objects, kept one release (issue 35):
+#: "alias:field" pairs of each value object.
+_ALIASES = {
+    group: Aliases("Computer", group, kind, dict(pair.split(":") for pair in pairs.split()))
+    for group, kind, pairs in (
+        ("inputs", Inputs, "inputs:definitions input_values:values input_resolver:resolver input_memory:memory"),
+        ("channels", ChannelOptions, "update_debounce:update_debounce history_size:history_size"),
+        ("skills", SkillsOptions, "user_skills:user_folder skill_home:home skill_max_size:max_size "
+         "skill_inline_budget:inline_budget"),
+        ("blobs", BlobOptions, "blob_handle_ttl:handle_ttl landing_folder:landing_folder upload_max_bytes:upload_max_bytes "
+         "upload_idle_timeout:upload_idle_timeout"),
+    )
+}
 
 _TOOL_EVENTS = frozenset({"connected", "disconnected", "tools_changed", "config_changed", "needs_authorization"})
 
 
-class Computer:
+class Computer(OfficeRequests):
     """An A2C-SMCP Computer. Thread-safe; every method blocks (bounded) and returns.
 
     `servers`: MCP server configs (models or dicts in the official SDK's format);
@@ -170,10 +142,10 @@ class Computer:
     ) -> None:
         if inputs is not None and not isinstance(inputs, Inputs):  # the definitions, as before Inputs
             deprecated["inputs"], inputs = inputs, None
-        inputs = _INPUTS_ALIASES.take(deprecated, inputs) or Inputs()
-        channels = _CHANNELS_ALIASES.take(deprecated, channels) or ChannelOptions()
-        skills = _SKILLS_ALIASES.take(deprecated, skills) or SkillsOptions()
-        blobs = _BLOBS_ALIASES.take(deprecated, blobs) or BlobOptions()
+        inputs = _ALIASES["inputs"].take(deprecated, inputs) or Inputs()
+        channels = _ALIASES["channels"].take(deprecated, channels) or ChannelOptions()
+        skills = _ALIASES["skills"].take(deprecated, skills) or SkillsOptions()
+        blobs = _ALIASES["blobs"].take(deprecated, blobs) or BlobOptions()
         refuse_unknown("Computer", deprecated)
         if not isinstance(name, str) or not name:
             raise ValueError("a Computer needs a non-empty name")
@@ -230,6 +202,13 @@ class Computer:
         self._resources = ResourceRequests(self._manager, self._watch, read_whole, request_timeout)
         self._listeners: list[ServerListener] = []
         self._update_listeners: list[UpdateListener] = []
+        #: The MCP servers' admin face: add, remove, start, stop, restart, statuses.
+        self.servers = MCPServers(
+            self._manager,
+            started=lambda: self._started,
+            require_started=self._require_started,
+            tools_changed=self._refresh_tools,
+        )
         self._socket = SocketSide(self, reconnect)
         self._lifecycle = threading.Lock()
         self._started = self._closed = False
@@ -266,7 +245,7 @@ class Computer:
         self._manager.start_enabled(timeout)
         self._refresh_tools()
         self._watch.current_servers()  # listed before start() returns; read in the background
-        down = [s for s in self.server_statuses() if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
+        down = [s for s in self.servers.statuses() if s.state not in (ServerState.RUNNING, ServerState.DISABLED)]
         if require_all and down:
             raise ServersNotStartedError(down)
         return self
@@ -309,7 +288,7 @@ class Computer:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<Computer {self.name!r} servers={[s.bundle_id for s in self.server_statuses()]}>"
+        return f"<Computer {self.name!r} servers={[s.bundle_id for s in self.servers.statuses()]}>"
 
     # -- office -----------------------------------------------------------------------
 
@@ -336,110 +315,13 @@ class Computer:
         """Leave the office and close the Socket.IO connection (MCP servers keep running)."""
         self._socket.close()
 
-    # -- tools ------------------------------------------------------------------------
-
-    def tools(self) -> list[SMCPTool]:
-        """The tools agents see, in configuration order."""
-        return list(self._catalog.tools)
-
-    def call_tool(
-        self,
-        name: str,
-        params: Mapping[str, Any] | None = None,
-        timeout: float = DEFAULT_TOOL_TIMEOUT,
-        *,
-        req_id: str | None = None,
-    ) -> CallToolResult:
-        """Call a tool by its exposed name (``{bundle_id}__{tool}``; the bare tool name
-        also works while only one server has it). Failures are results, not exceptions:
-        see `CallToolResult.error_code` (docs/ARCHITECTURE.md, Wire decisions). `req_id` lets `cancel_tool_call` find it."""
-        self._require_started()
-        return self._caller.call(name, _call_arguments(params, timeout), timeout, req_id)
-
-    def start_tool_call(
-        self,
-        name: str,
-        params: Mapping[str, Any] | None,
-        timeout: float,
-        req_id: str | None,
-        done: Callable[[CallToolResult], None],
-    ) -> None:
-        """`call_tool` without waiting: `done(result)` is called when the call ends (on the
-        Computer's event loop thread: it must not block), or at once when it cannot start.
-        The office's door (`OfficeRequests`): the socket side checked the request as it
-        came off the wire, so nothing is checked again here."""
-        self._require_started()
-        self._caller.start(name, dict(params or {}), timeout, req_id, done)
-
-    def cancel_tool_call(self, req_id: str) -> bool:
-        """Cancel the in-flight call `req_id` (its MCP request too); False if none was
-        running (a call arriving later with that id is cancelled at once)."""
-        return self._caller.cancel(req_id)
+    # -- tools (the office's requests: `OfficeRequests`) --------------------------------
 
     def tool_call_history(self) -> tuple[ToolCallRecord, ...]:
         """Recent tool calls, oldest first."""
         return self._history.records()
 
-    # -- Desktop, Finder and resources -------------------------------------------------
-
-    def desktop(self, desktop_size: int | None = None, window: str | None = None) -> list[Desktop]:
-        """The Desktop (spec/desktop.md): rendered windows, at most `desktop_size` (None:
-        all). `window` fetches that one window (its exact listed URI) and nothing else."""
-        self._require_started()
-        servers = self._watch.current_servers()
-        return self._desktop.windows(servers, self._history.records(), desktop_size, window)
-
-    def finder(
-        self,
-        keywords: list[str] | None = None,
-        file_type: str | None = None,
-        offset: int = 0,
-        limit: int = DEFAULT_FINDER_LIMIT,
-    ) -> FinderPage:
-        """One page of the document catalogue (spec/finder.md) and its `total_count`; not
-        `complete` while documents being read in the background were left out (waits at
-        most `ServerPolicy.cold_wait` for them)."""
-        self._require_started()
-        servers = self._watch.current_servers()
-        return self._finder.page(servers, self._history.records(), keywords, file_type, offset, limit)
-
-    def skills(self) -> list[A2CSkillRef]:
-        """The skills an Agent may use now (spec-0.3/skill.md): the MCP servers' (running
-        ones only) in configuration order, then the user's."""
-        self._require_started()
-        return [skill.ref for skill in self._skills.current(self._watch.current_servers())]
-
-    def skill_resource(self, name: str, rel_path: str | None = None) -> SkillResource:
-        """File `rel_path` (default SKILL.md, its front matter stripped) of skill `name`:
-        4016 for a malformed name, 4014 for an unknown one, 4017 for a path outside the
-        package, a forbidden or missing file, or one over `skill_max_size`."""
-        self._require_started()
-        return self._skills.resource(name, rel_path, self._watch.current_servers)
-
-    def read_resource(self, uri: str, mcp_server: str | None = None) -> list[ResourceContents]:
-        """Read `uri` on the MCP server that lists its host (`dpe://`, `window://`), or on
-        `mcp_server`. Invalid `dpe://` URIs are 4204; unknown documents, pages and elements
-        4201 / 4202 / 4203."""
-        self._require_started()
-        return self._resources.read(uri, mcp_server)
-
-    def get_resources(self, mcp_server: str, cursor: str | None = None) -> tuple[list[A2CResource], str | None]:
-        """One page of `resources/list` of the MCP server whose bundle_id is `mcp_server`,
-        and the next page's cursor (None: last)."""
-        self._require_started()
-        return self._resources.page(mcp_server, cursor)
-
-    def complete(
-        self,
-        ref: CompletionReference,
-        argument: CompletionArgument,
-        context: CompletionContext | None = None,
-        mcp_server: str | None = None,
-    ) -> Completion:
-        """MCP `completion/complete`, on the server owning the resource template's host (a
-        prompt reference needs `mcp_server`)."""
-        self._require_started()
-        return self._resources.complete(ref, argument, context, mcp_server)
+    # -- listeners ------------------------------------------------------------------------
 
     def add_update_listener(self, listener: UpdateListener) -> None:
         """Call `listener(event)` each time the Computer announces a change to the office
@@ -448,51 +330,18 @@ class Computer:
 
     # -- MCP servers ---------------------------------------------------------------------
 
-    @property
-    def servers(self) -> ServerManager:
-        """Per-server operations: statuses, and resource primitives for Desktop / Finder."""
-        return self._manager
-
     def add_tool_call_listener(self, listener: Callable[[ToolCallRecord], Any]) -> None:
         """Call `listener(record)` as each tool call routed to an MCP server ends
         (`ComputerMetrics`), on the Computer's event loop thread: it must not block."""
         self._history.watch(listener)
 
-    def server_statuses(self) -> list[ServerStatus]:
-        return [status for _, status in self._manager.snapshot()]
-
-    def add_server(
-        self, config: MCPServerConfig | Mapping[str, Any], timeout: float = DEFAULT_START_TIMEOUT
-    ) -> ServerStatus:
-        """Add an MCP server, or replace the one with the same bundle_id; started unless
-        disabled (and unless the Computer is not started yet)."""
-        model = self._manager.configure(config)
-        assert model.bundle_id is not None  # resolved by configure
-        if self._started and not model.disabled:
-            self._manager.start(model.bundle_id, timeout)
-        self._refresh_tools()
-        return self._manager.status(model.bundle_id)
-
-    def remove_server(self, bundle_id: str) -> None:
-        self._manager.remove(bundle_id)
-        self._refresh_tools()
-
-    def start_server(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
-        self._require_started()
-        status = self._manager.start(bundle_id, timeout)
-        self._refresh_tools()
-        return status
-
-    def stop_server(self, bundle_id: str) -> ServerStatus:
-        self._manager.stop(bundle_id)
-        self._refresh_tools()
-        return self._manager.status(bundle_id)
-
-    def restart_server(self, bundle_id: str, timeout: float = DEFAULT_START_TIMEOUT) -> ServerStatus:
-        self._require_started()
-        status = self._manager.restart(bundle_id, timeout)
-        self._refresh_tools()
-        return status
+    #: Kept one release: the admin face is `servers` (issue 35).
+    server_statuses = MovedTo("servers", "statuses")
+    add_server = MovedTo("servers", "add")
+    remove_server = MovedTo("servers", "remove")
+    start_server = MovedTo("servers", "start")
+    stop_server = MovedTo("servers", "stop")
+    restart_server = MovedTo("servers", "restart")
 
     def authorize(
         self,
@@ -552,13 +401,6 @@ class Computer:
             self._refresh_tools()
         return restarted
 
-    def get_config(self) -> GetComputerConfigRet:
-        """Servers and inputs as agents may see them: secrets redacted (`redaction`), and
-        no management diagnostics (computer-management/protocol.md §7: see `diagnostics`)."""
-        servers, _ = self._manager.public_configs()
-        inputs = [public_input(item) for item in self._manager.inputs.definitions]
-        return GetComputerConfigRet(servers=servers, inputs=inputs)
-
     def diagnostics(self) -> list[str]:
         """What the Computer's owner should know and no Agent is shown: configs that
         cannot be shown, unknown config fields, tool-name clashes, servers restarting
@@ -574,19 +416,6 @@ class Computer:
         self._listeners.append(listener)
 
     # -- internals ------------------------------------------------------------------------
-
-    def _require_started(self) -> None:
-        if self._inherited and not self._closed:
-            raise self._inherited_error()
-        if not self._started or self._closed:
-            raise ComputerNotRunningError(f"Computer {self.name!r} is {'closed' if self._closed else 'not started'}")
-
-    def _inherited_error(self) -> ComputerNotRunningError:
-        return ComputerNotRunningError(
-            f"Computer {self.name!r} was started before os.fork(): its MCP servers and threads belong to "
-            f"process {parent_pid()}; start a Computer in the child process instead (gunicorn: the "
-            "post_fork hook; Celery: the worker_process_init signal)"
-        )
 
     def _on_server_events(self, batch: Sequence[ServerEvent]) -> None:
         kinds = {event.kind for event in batch}
@@ -659,12 +488,3 @@ def _scope_text(scopes: Sequence[str]) -> str:
         raise ValueError(f"scopes must be a list of OAuth scopes, each one word, got {scopes!r}")
     return " ".join(scopes)
 
-
-def _call_arguments(params: Mapping[str, Any] | None, timeout: float) -> dict[str, Any]:
-    """A caller's tool call arguments as a dict, checked with its `timeout` where they
-    enter the Computer (the socket side checks an Agent's)."""
-    if params is not None and not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict, got {type(params).__name__}")
-    if not timeout > 0:
-        raise ValueError(f"timeout must be positive, got {timeout!r}")
-    return dict(params or {})

@@ -59,7 +59,7 @@ class _ServerStates(Collector):
         self._computer = computer
 
     def collect(self) -> Iterator[Any]:
-        statuses = self._computer.server_statuses()
+        statuses = self._computer.servers.statuses()
         states = GaugeMetricFamily(
             "smcp_computer_mcp_server_state", "1 for each MCP server's current state", labels=["server", "state"]
         )

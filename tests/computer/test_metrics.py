@@ -37,7 +37,7 @@ def test_calls_states_and_restarts_are_counted(no_leaks):
             assert computer.call_tool("echo", {"text": text}, timeout=10).text == text
         assert computer.call_tool("fail", {"message": "no"}, timeout=10).is_error
         assert computer.call_tool("crash", {}, timeout=10).error_code == 4003
-        wait_until(lambda: computer.server_statuses()[0].generation == 2 and computer.server_statuses()[0].running, 20)
+        wait_until(lambda: computer.servers.statuses()[0].generation == 2 and computer.servers.statuses()[0].running, 20)
         seen = samples(metrics)
 
     def value(name: str, **labels: str) -> float:

@@ -95,7 +95,7 @@ def test_no_secret_in_logs_answers_or_diagnostics(no_leaks: None, every_log_reco
         }
         config = agent.get_config("c1")
         sse_status = wait_until(
-            lambda: next((s for s in computer.server_statuses() if s.bundle_id == "sse-locked" and s.error), None),
+            lambda: next((s for s in computer.servers.statuses() if s.bundle_id == "sse-locked" and s.error), None),
             timeout=TIME_BOX,
             what="the SSE server's failure",
         )

@@ -129,7 +129,7 @@ def test_tool_and_config_changes_are_announced(computer: Computer, agent: Agent)
     assert agent.wait_notification(events.UPDATE_TOOL_LIST_NOTIFICATION) == {"computer": "c1"}
     tools = from_wire(GetToolsRet, agent.request(events.GET_TOOLS)).tools
     assert "tools__fresh" in [t.name for t in tools]
-    computer.add_server(stdio_config("more", "--prefix", "m_"))
+    computer.servers.add(stdio_config("more", "--prefix", "m_"))
     assert agent.wait_notification(events.UPDATE_CONFIG_NOTIFICATION) == {"computer": "c1"}
     assert agent.wait_notification(events.UPDATE_TOOL_LIST_NOTIFICATION) == {"computer": "c1"}
 

@@ -97,7 +97,7 @@ def test_only_a_changed_uri_set_is_announced_and_tool_calls_reorder_the_servers(
         assert [d.uri for d in finder.documents] == [f"dpe://{NOTES_HOST}/plan"] and finder.total_count == 1
 
         # a server removed from the Computer takes its documents along
-        computer.remove_server("notes")
+        computer.servers.remove("notes")
         assert notes.settle(UPDATE) == 2
         assert [d.uri for d in agent.get_finder("c1", timeout=10).documents] == [doc_uri(name) for name in MTIMES]
 

@@ -102,11 +102,11 @@ def test_an_orphaned_skills_blob_handle_answers_4018_not_bytes(tmp_path: Path) -
             joined_agent("reader", smcp.url, "orphans", timeout=T) as agent:
         handle = agent.get_skill("c", "mcp:remote:notes", "big.bin", timeout=T, rehydrate=False).blob_handle
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()
-        computer.stop_server("remote")
+        computer.servers.stop("remote")
         with pytest.raises(BlobError) as caught:
             agent.get_blob("c", handle, timeout=T)
         assert (caught.value.code, caught.value.details["reason"]) == (4018, "gone")
-        computer.start_server("remote", timeout=T)
+        computer.servers.start("remote", timeout=T)
         assert agent.get_blob("c", handle, timeout=T) == BIG.encode()  # offered again: readable again
 
 

@@ -288,13 +288,13 @@ def test_an_edited_package_is_announced_and_read_anew(office: dict[str, Any]) ->
 
 def test_a_stopped_server_takes_its_skills_out_until_it_is_back(office: dict[str, Any]) -> None:
     agent, computer = office["agent"], office["computer"]
-    computer.stop_server("remote")
+    computer.servers.stop("remote")
     try:
         assert "mcp:remote:notes" not in [s.name for s in agent.get_skills("skilled", timeout=T)]
         with pytest.raises(SMCPError) as caught:
             agent.get_skill("skilled", "mcp:remote:notes", timeout=T)
         assert caught.value.code == 4014
     finally:
-        computer.start_server("remote", timeout=T)
+        computer.servers.start("remote", timeout=T)
     assert "mcp:remote:notes" in [s.name for s in agent.get_skills("skilled", timeout=T)]
     assert agent.get_skill("skilled", "mcp:remote:notes", timeout=T).body == "Write things down.\n"

@@ -189,7 +189,7 @@ def test_joining_right_after_start_sends_no_stale_update_notice(tmp_path: Path, 
             computer.start()
             computer.connect(url, OFFICE)
             assert agent.notifications_within(slow_debounce + QUIET) == []
-            computer.add_server(resource_config("more", tmp_path / "more.json", WINDOWS[:1]))
+            computer.servers.add(resource_config("more", tmp_path / "more.json", WINDOWS[:1]))
             assert [event for event, _ in agent.notifications_within(slow_debounce + QUIET)] == [
                 events.UPDATE_DESKTOP_NOTIFICATION
             ]

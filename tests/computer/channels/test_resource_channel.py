@@ -461,12 +461,12 @@ def test_a_crashed_server_leaves_the_channels_and_returns_to_them(watched: Any, 
 
 def test_servers_added_and_removed_at_runtime_update_the_channels(watched: Any, tmp_path: Path) -> None:
     computer, announced, _ = watched(resource_config("first", tmp_path / "1.json", [window("one")]))
-    computer.add_server(resource_config("second", tmp_path / "2.json", [window("two", priority=5)]))
+    computer.servers.add(resource_config("second", tmp_path / "2.json", [window("two", priority=5)]))
     announced.wait_for(DESKTOP, 2)
     assert [d.split("\n\n")[0] for d in computer.desktop()] == ["window://app/one", "window://app/two?priority=5"]
-    computer.remove_server("first")
+    computer.servers.remove("first")
     announced.wait_for(DESKTOP, 3)
     assert [d.split("\n\n")[0] for d in computer.desktop()] == ["window://app/two?priority=5"]
-    computer.stop_server("second")
+    computer.servers.stop("second")
     announced.wait_for(DESKTOP, 4)
     assert computer.desktop() == [] and announced.count(FINDER) == 0

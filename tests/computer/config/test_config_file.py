@@ -74,7 +74,7 @@ def test_inputs_file_holds_one_input_or_a_list(tmp_path: Path) -> None:
 
 def test_the_computer_renders_and_types_every_server_config() -> None:
     computer = Computer("c", config={"servers": [STDIO, SSE, STREAMABLE], "inputs": INPUTS}, inputs=Inputs(values={"token": "t"}))
-    configs = {config.name: config for config, _ in computer.servers.snapshot()}
+    configs = {config.name: config for config, _ in computer._manager.snapshot()}
     files = configs["files"]
     assert isinstance(files, StdioServerConfig)
     assert files.server_parameters.args == ["--root", "/srv"] and files.server_parameters.env == {"TOKEN": "t"}
@@ -114,13 +114,13 @@ def test_get_config_keys_servers_by_bundle_id_and_each_entry_carries_it() -> Non
     wire = to_wire(computer.get_config())["servers"]
     assert list(wire) == ["My_Remote", "stream"]
     assert (wire["My_Remote"]["name"], wire["My_Remote"]["bundle_id"]) == ("My Remote!", "My_Remote")
-    assert [s.bundle_id for s in computer.server_statuses()] == ["My_Remote", "stream"]
+    assert [s.bundle_id for s in computer.servers.statuses()] == ["My_Remote", "stream"]
     computer.close()
 
 
 def test_a_server_added_with_a_known_bundle_id_replaces_it_in_place() -> None:
     computer = Computer("c", [SSE, STREAMABLE])
-    computer.add_server({**SSE, "name": "renamed", "bundle_id": "remote"})
+    computer.servers.add({**SSE, "name": "renamed", "bundle_id": "remote"})
     servers = computer.get_config().servers
     assert list(servers) == ["remote", "stream"] and servers["remote"].name == "renamed"
     computer.close()

@@ -48,7 +48,7 @@ def test_the_file_fills_the_environment_and_the_explicit_env_wins(computer_facto
     computer = computer_factory(only_file)
     assert _started_log(computer, "only-file__sleep", tmp_path) == {"from-file.log": True, "from-env.log": False}
     (tmp_path / "from-file.log").unlink()
-    computer.add_server(both)
+    computer.servers.add(both)
     assert _started_log(computer, "both__sleep", tmp_path) == {"from-file.log": False, "from-env.log": True}
 
 
@@ -76,5 +76,5 @@ def test_a_file_removed_after_loading_fails_that_start_saying_why(computer_facto
     computer = computer_factory(stdio_config("tools", envFile=str(env_file)), start=False)
     env_file.unlink()
     computer.start(timeout=20)
-    status = computer.server_statuses()[0]
+    status = computer.servers.statuses()[0]
     assert status.state.value != "running" and "cannot read its envFile" in (status.error or "")

@@ -106,12 +106,12 @@ def test_a_server_waiting_for_authorization_has_its_own_state_is_told_once_and_r
     caplog.set_level(logging.DEBUG, logger="smcp_sync")
     with host(url) as computer:
         computer.start()
-        [status] = computer.server_statuses()
+        [status] = computer.servers.statuses()
         assert status.state is ServerState.NEEDS_AUTHORIZATION and status.authorization_code == 4006
         wait_until(
             lambda: caplog.text.count("'locked' still refuses the connection") >= 2, timeout=20, what="quiet retries"
         )
-        assert computer.server_statuses()[0].state is ServerState.NEEDS_AUTHORIZATION
+        assert computer.servers.statuses()[0].state is ServerState.NEEDS_AUTHORIZATION
         assert_authorization_needed(computer.call_tool("locked__echo", {"text": "hi"}, timeout=20))
         warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "locked" in r.getMessage()]
         assert len(warned) == 1 and "needs an OAuth authorization" in warned[0]

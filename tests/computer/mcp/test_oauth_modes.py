@@ -71,7 +71,7 @@ def test_client_credentials_with_a_secret_need_nobody_a_wrong_secret_is_4006_and
     with computer(url, mode, tmp_path) as host:
         host.start()
         assert_authorization_needed(host.call_tool("locked__echo", {"text": "hi"}, timeout=20))  # refused: 4006 at once
-        assert "invalid_client" not in host.server_statuses()[0].error
+        assert "invalid_client" not in host.servers.statuses()[0].error
         assert host.set_input("oauth_secret", secret) == ["locked"]  # configured again, with the right one
         assert host.call_tool("locked__echo", {"text": "hi"}, timeout=20).text == "hi"  # nobody authorized it
         assert issuer.grants["client_credentials"] == granted + 1

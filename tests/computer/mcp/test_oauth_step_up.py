@@ -60,7 +60,7 @@ def test_a_call_needing_a_wider_scope_sends_the_user_to_authorize_it_and_is_answ
         assert computer.call_tool("locked__add", {"a": 1, "b": 1}, timeout=20).text == "2"
         assert computer.call_tool("locked__echo", {"text": "again"}, timeout=20).text == "again"
         assert len(browser.opened) == 2  # the wider token serves both tools
-        assert computer.server_statuses()[0].generation == 1  # no reconnection: the session carries the new token
+        assert computer.servers.statuses()[0].generation == 1  # no reconnection: the session carries the new token
 
 
 def hinted_scope(result: Any) -> None:
@@ -134,4 +134,4 @@ def test_smcp_sync_authorize_forget_drops_the_token_a_computer_would_use(
     assert forgotten.returncode == 0, forgotten.stderr
     assert forgotten.stdout == "MCP server 'locked': its stored token is dropped\n"
     with Computer("c", config=str(config), policy=FAST, confirm=allow_all, oauth_store=store) as computer:
-        assert computer.server_statuses()[0].state is ServerState.NEEDS_AUTHORIZATION
+        assert computer.servers.statuses()[0].state is ServerState.NEEDS_AUTHORIZATION

@@ -62,7 +62,7 @@ def test_killing_the_stdio_child_mid_call_fails_the_call_then_the_server_comes_b
     # its tools disappear meanwhile (the bystander's stay), then come back
     events.wait_for(lambda e: e.server == "victim" and e.kind == "disconnected")
     events.wait_for(lambda e: e.server == "victim" and e.kind == "connected" and e.status.generation == 2)
-    assert computer.server_statuses()[0].state is ServerState.RUNNING
+    assert computer.servers.statuses()[0].state is ServerState.RUNNING
     assert "echo" in _names(computer) and "b_echo" in _names(computer)
     assert computer.call_tool("echo", {"text": "back"}, timeout=10).text == "back"
     assert computer.call_tool("b_echo", {"text": "untouched"}, timeout=10).text == "untouched"
@@ -125,7 +125,7 @@ def test_a_server_that_cannot_start_does_not_take_the_computer_down(computer_fac
     broken = {"name": "broken", "type": "stdio", "server_parameters": {"command": "/nonexistent/mcp-server"}}
     refused = {"name": "refused", "type": "streamable", "server_parameters": {"url": "http://127.0.0.1:9/mcp"}}
     computer = computer_factory(broken, refused, stdio_config("good"))
-    states = {s.name: s for s in computer.server_statuses()}
+    states = {s.name: s for s in computer.servers.statuses()}
     assert states["good"].state is ServerState.RUNNING
     assert states["broken"].state is ServerState.RESTARTING
     assert "No such file or directory" in states["broken"].error and "/nonexistent" not in states["broken"].error
@@ -172,16 +172,16 @@ def test_servers_are_added_updated_and_removed_at_runtime(computer_factory: Any)
     events = EventLog()
     computer = computer_factory(stdio_config("first"))
     computer.add_listener(events)
-    status = computer.add_server(stdio_config("second", "--prefix", "s_"))
+    status = computer.servers.add(stdio_config("second", "--prefix", "s_"))
     assert status.state is ServerState.RUNNING
     assert _names(computer)[:1] == ["echo"] and "s_echo" in _names(computer)
     # update: same bundle_id, new config (a prefix) -> restarted with it, keeps its place
-    computer.add_server(stdio_config("first", "--prefix", "f_"))
+    computer.servers.add(stdio_config("first", "--prefix", "f_"))
     assert _names(computer)[0] == "f_echo" and "echo" not in _names(computer)
-    assert [s.name for s in computer.server_statuses()] == ["first", "second"]
-    computer.remove_server("first")
+    assert [s.name for s in computer.servers.statuses()] == ["first", "second"]
+    computer.servers.remove("first")
     assert all(name.startswith("s_") for name in _names(computer))
-    assert [s.name for s in computer.server_statuses()] == ["second"]
+    assert [s.name for s in computer.servers.statuses()] == ["second"]
     assert events.wait_for(lambda e: e.kind == "config_changed" and e.server == "first")
 
 
@@ -191,20 +191,20 @@ def test_disabled_servers_are_not_started_and_cannot_be(computer_factory: Any) -
     assert off.state is ServerState.DISABLED and off.generation == 0
     assert all(name.startswith("on_") for name in _names(computer))
     with pytest.raises(Exception, match="disabled"):
-        computer.start_server("off")
+        computer.servers.start("off")
 
 
 def test_start_stop_restart_one_server(computer_factory: Any) -> None:
     computer = computer_factory(stdio_config("a"), stdio_config("b", "--prefix", "b_"))
     pids_before = _child_pids()
-    stopped = computer.stop_server("a")
+    stopped = computer.servers.stop("a")
     assert stopped.state is ServerState.STOPPED
     assert not any(name in _names(computer) for name in ("echo", "add"))
     assert len(_child_pids()) == len(pids_before) - 1  # its child is gone
     assert computer.call_tool("echo", {}, timeout=5).error_code == ErrorCode.TOOL_NOT_FOUND
-    assert computer.start_server("a").state is ServerState.RUNNING
+    assert computer.servers.start("a").state is ServerState.RUNNING
     assert "echo" in _names(computer)
-    restarted = computer.restart_server("b")
+    restarted = computer.servers.restart("b")
     assert restarted.state is ServerState.RUNNING and restarted.generation == 2
     assert computer.call_tool("b_add", {"a": 2, "b": 2}, timeout=10).text == "4"
 

@@ -44,7 +44,7 @@ def computer(request: Any, computers: dict[str, Computer], no_leaks: None) -> Co
 
 
 def test_lists_the_servers_tools_as_smcp_tools(computer: Computer) -> None:
-    status = computer.server_statuses()[0]
+    status = computer.servers.statuses()[0]
     assert status.state is ServerState.RUNNING and status.capabilities.tools_list_changed
     tools = {tool.name.removeprefix("tools__"): tool for tool in computer.tools()}
     assert [tool.name for tool in computer.tools()] == [f"tools__{name}" for name in BUILTIN_TOOLS]  # the server's order
@@ -77,7 +77,7 @@ def test_calls_relay_results_and_tool_errors_as_is(computer: Computer) -> None:
 
 def test_an_mcp_refusal_is_a_400_that_keeps_its_json_rpc_code(computer: Computer) -> None:
     with pytest.raises(BadRequestError) as caught:
-        computer.servers.request("tools", lambda session: session.call_tool("no_such_tool", {}), 10, "tools/call")
+        computer._manager.request("tools", lambda session: session.call_tool("no_such_tool", {}), 10, "tools/call")
     assert caught.value.code == 400 and caught.value.details["mcp_code"] == -32602  # INVALID_PARAMS
     assert "Unknown tool: no_such_tool" in caught.value.message
     assert caught.value.details["mcp_server"] == "tools"
@@ -118,4 +118,4 @@ def test_cancel_by_req_id_stops_the_call_mid_flight(computer: Computer, call_log
 
 
 def _transport(computer: Computer) -> str:
-    return computer.servers.snapshot()[0][0].type
+    return computer._manager.snapshot()[0][0].type

@@ -148,4 +148,4 @@ def test_calling_a_forbidden_tool_is_4002(computer_factory: Any) -> None:
         result = computer.call_tool(name, {}, timeout=10)
         assert result.is_error and result.error_code == ErrorCode.TOOL_DISABLED
         assert result.text == "tool 'only__crash' is forbidden by the configuration of MCP server 'only'"
-    assert computer.server_statuses()[0].state is ServerState.RUNNING  # it never reached the server
+    assert computer.servers.statuses()[0].state is ServerState.RUNNING  # it never reached the server
