@@ -69,6 +69,13 @@ class Peer:
                 raise AssertionError(f"no {event} {fields} within {timeout}s; got {self.notices}")
             return found()
 
+    def wait_for_count(self, event: str, count: int, timeout: float = CALL_TIMEOUT) -> None:
+        """Wait until `count` `event`s are recorded (or the timeout: the caller asserts on
+        what arrived). Each event is handled on a client thread of its own, so the last one
+        to arrive need not be the last one recorded."""
+        with self._cond:
+            self._cond.wait_for(lambda: sum(name == event for name, _ in self.notices) >= count, timeout)
+
     def received(self, event: str | None = None) -> list[tuple[str, Any]]:
         with self._cond:
             return [(n, d) for n, d in self.notices if event is None or n == event]
