@@ -510,6 +510,8 @@ class RedisRegistry(OfficeRegistry):
                 batches.extendleft([batch[half:], batch[:half]] if half < len(batch) else [batch])
                 continue
             for member in refused:
+                if self.observer is not None:
+                    self.observer.written_back(refused=True)
                 self._tell(lambda listener: listener.member_refused(member))
 
     def _keep_alive(self) -> None:
@@ -579,8 +581,6 @@ class RedisRegistry(OfficeRegistry):
                 except SMCPError as refusal:
                     logger.warning("registry: %s %r cannot return to office %r: %s", member.role, member.name, member.office_id, refusal)
                     refused.append(member)
-                    if self.observer is not None:
-                        self.observer.written_back(refused=True)
                     continue
                 present.append(outcome.joined)
                 written.append((member, outcome, own))
