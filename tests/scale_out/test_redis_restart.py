@@ -54,7 +54,7 @@ def test_the_nodes_recover_when_redis_comes_back() -> None:
         agent.connect(a.url, timeout=TIMEOUT)
         agent.join_office("kept", timeout=TIMEOUT)
         stack.enter_context(named_computer(b.url, "kept", "pc"))
-        assert answered_by(agent, "pc") == "pc"
+        assert agent.call_tool("pc", "who", {}, timeout=TIMEOUT).text == "pc"
 
         redis.stop()
         late = stack.enter_context(Agent("late", reconnect=NO_RECONNECT))

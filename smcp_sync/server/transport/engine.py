@@ -19,6 +19,7 @@ import re
 import socket
 import threading
 import time
+import uuid
 from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import parse_qs
@@ -609,6 +610,10 @@ _CONNECT_RECHECK = 0.5
 
 #: Seconds `SocketIOServer.shutdown` waits for event handlers still running.
 HANDLER_STOP_TIMEOUT = 5.0
+#: How long a node's Redis listener may take to subscribe before the node serves anyway
+#: (`StoppableRedisManager.initialize`), and how often it probes meanwhile.
+LISTEN_TIMEOUT = 5.0
+PROBE_INTERVAL = 0.1
 
 
 class SocketIOServer(socketio.Server):
@@ -944,6 +949,7 @@ class StoppableRedisManager(socketio.RedisManager):
       process): the private generator `_listen` raises `_ListenerClosed` once closing,
       which the private `_thread` loop lets through (it catches every Exception, and
       logs an error when the generator returns) and our `_thread` ends on.
+    * A node accepts its first client only once its listener hears Redis (`initialize`).
     * Its ack ids never repeat: the stock ids count per sid from 1 in a table that
       `forget_acks` drops when a session is heard gone, which across processes may be
       while it lives on (its node declared dead, then written back); a table counted
@@ -956,6 +962,28 @@ class StoppableRedisManager(socketio.RedisManager):
         self._closing = threading.Event()
         self._publisher = Publisher(super()._publish)
         self._ack_ids = itertools.count(1)
+        #: Set once the listener has heard this manager's own probe (`initialize`).
+        self.listening = threading.Event()
+        self._probe = uuid.uuid4().hex
+
+    def initialize(self, timeout: float = LISTEN_TIMEOUT) -> None:
+        """Start the listener, then wait (at most `timeout`) until it hears a probe this
+        manager publishes: from then on a message another node publishes reaches this
+        one. The stock listener subscribes later, on its own thread, so a node's first
+        client could miss what another node sent it meanwhile (a routed tool call, lost
+        to its timeout). Under a Redis that is down the listener keeps retrying; the wait
+        ends with a warning and the node serves."""
+        super().initialize()
+        if self.write_only:
+            return
+        deadline = time.monotonic() + timeout
+        while not self._closing.is_set():
+            self._publish({"smcp_probe": self._probe})  # no "method": no Server acts on it
+            if self.listening.wait(min(PROBE_INTERVAL, max(0.0, deadline - time.monotonic()))):
+                return
+            if time.monotonic() >= deadline:
+                logger.warning("the Redis listener was not subscribed after %.1f s; it keeps trying", timeout)
+                return
 
     def _generate_ack_id(self, sid: str, callback: Any) -> int:
         id = next(self._ack_ids)
@@ -973,9 +1001,13 @@ class StoppableRedisManager(socketio.RedisManager):
         self.pubsub = redis_client(self.redis_url, read_timeout=None).pubsub(ignore_subscribe_messages=True)
 
     def _listen(self) -> Any:
+        probe = self._probe.encode()
         for message in super()._listen():
             if self._closing.is_set():
                 raise _ListenerClosed
+            if probe in (message.encode() if isinstance(message, str) else message):  # str if decoded
+                self.listening.set()
+                continue
             yield message
 
     def _thread(self) -> None:
