@@ -227,7 +227,7 @@ def when_started(logs: dict[str, Path], interrupt) -> threading.Thread:
     """A thread that runs `interrupt()` once the MCP server logged a started tool."""
 
     def watch() -> None:
-        if wait_for_lines(logs["SMCP_TEST_STARTED_LOG"], timeout=20):
+        if wait_for_lines(logs["SMCP_TEST_STARTED_LOG"], timeout=50):
             interrupt()
 
     watcher = threading.Thread(target=watch, name="interrupter")
