@@ -36,13 +36,13 @@ LEAK_GRACE_SECONDS = 8.0
 #: all four); `SMCP_ONCE=skip` the tests marked `once`: checks of the repository's tooling
 #: that do not depend on the interpreter (the benchmark scripts, the sdist and wheel, mypy
 #: with setup.cfg's fixed `python_version`) and the full counts of stress tests whose
-#: smaller counts run everywhere; `SMCP_BRACKETS=skip` the `brackets` suites
-#: (`BRACKET_SUITES`); `SMCP_EDGES=skip` the `edges` suites (`EDGE_SUITES`), and
-#: `SMCP_EDGES=oldest` or `newest` the other share (but for its `once` tests, which run
-#: wherever SMCP_ONCE lets them). `SMCP_CONFORMANCE=skip` skips the MCP conformance
-#: suite's scenarios (`conformance`, tests/conformance: Node.js and an npm package, the
-#: same on every interpreter; `run` makes a missing Node a failure, not a skip). Any other
-#: value runs them. Interop tests are placed by SMCP_INTEROP alone: it runs them in one
+#: smaller counts run everywhere; `SMCP_BRACKETS` and `SMCP_EDGES` the suites of their
+#: marks (`BRACKET_SUITES`, `EDGE_SUITES`): `skip` skips them all, the name of a share
+#: runs that share alone (but for the other shares' `once` tests, which run wherever
+#: SMCP_ONCE lets them). `SMCP_CONFORMANCE=skip` skips the MCP conformance suite's
+#: scenarios (`conformance`, tests/conformance: Node.js and an npm package, the same on
+#: every interpreter; `run` makes a missing Node a failure, not a skip). Any other value
+#: runs them. Interop tests are placed by SMCP_INTEROP alone: it runs them in one
 #: environment already, `once` or not, and the path-based marks leave them out.
 SKIP_SWITCHES = {
     "interop": "SMCP_INTEROP", "once": "SMCP_ONCE", "edges": "SMCP_EDGES", "brackets": "SMCP_BRACKETS",
@@ -52,12 +52,9 @@ SKIP_SWITCHES = {
 #: processes: what must hold under faults and load — hostile and broken clients, killed
 #: processes, MCP server supervision, the test MCP servers' crash and cancel paths, nodes
 #: behind a failing Redis (`oldest`); what a user runs and sees — our CLI and the
-#: Computer's, the demo, the examples, the context channels end to end (`newest`). tox
-#: runs each share once, on the oldest or the newest interpreter (and `lowest` what its
-#: paths hold of them): together they cost more than the rest of the suite, in child
-#: processes, and the library code they reach is tested on both interpreters by the other
-#: suites. The shares are sized so that py310 and py313 (with the `once` checks) take
-#: about the same time.
+#: Computer's, the demo, the examples, the context channels end to end, the hosts
+#: (`newest`). tox runs each share once, on the oldest or the newest interpreter (and
+#: `lowest` what its paths hold of them).
 EDGE_SUITES = {
     "oldest": (
         "reliability/", "computer/mcp/test_supervision.py", "test_mcp_servers.py",
@@ -69,11 +66,22 @@ EDGE_SUITES = {
         "relay/test_hosts.py",
     ),
 }  # fmt: skip
-#: Marked `brackets` (paths under tests/): the suites that start MCP server children,
-#: Computers or redis-servers test after test — the Computer, the Agent, Skills, blobs,
-#: scale-out, the Agent relay. tox runs them on the oldest and newest interpreters; the middle ones run the
-#: in-process core (protocol, context, the Server, the connection, thread primitives).
-BRACKET_SUITES = ("agent/", "computer/", "skills/", "blobs/", "scale_out/", "relay/")
+#: Marked `brackets` (paths under tests/), in two shares of the suites that start MCP
+#: server children, Computers, Server processes or redis-servers test after test: the
+#: Computer (`computer`); the Server and its CLI, scale-out, the Agent, Skills, blobs,
+#: the Agent relay and the documentation's code blocks (`others`). tox runs each share
+#: once, beside the edges; every interpreter runs the in-process core (protocol, context,
+#: the connection, thread primitives, the house checks), and `lowest` its paths.
+BRACKET_SUITES = {
+    "computer": ("computer/",),
+    "others": (
+        "server/", "test_server_extra.py", "scale_out/", "agent/", "skills/", "blobs/", "relay/",
+        "test_readme_blocks.py",
+    ),
+}  # fmt: skip
+#: The suites of each mark that is shared out by path; a path two marks name (an edges
+#: suite inside a brackets one, e.g. scale_out/test_faults.py) takes the first mark.
+PATH_SHARES = {"edges": EDGE_SUITES, "brackets": BRACKET_SUITES}
 #: Marked `conformance` (paths under tests/): the MCP conformance suite's client scenarios.
 CONFORMANCE_SUITE = "conformance/"
 TESTS = Path(__file__).resolve().parent
@@ -112,10 +120,10 @@ def share_summary(skipped: Mapping[str, int], environ: Mapping[str, str]) -> str
         count = f"{switch}={value}: {number} test{'' if number == 1 else 's'}"
         if value == "skip":
             left.append(f"{marker} ({count})")
-        elif marker == "edges" and value in EDGE_SUITES:
-            other = " and ".join(repr(share) for share in EDGE_SUITES if share != value)
-            ran.append(f"the {value!r} share of edges")
-            left.append(f"the {other} share of edges ({count})")
+        elif value in PATH_SHARES.get(marker, {}):
+            other = " and ".join(repr(share) for share in PATH_SHARES[marker] if share != value)
+            ran.append(f"the {value!r} share of {marker}")
+            left.append(f"the {other} share of {marker} ({count})")
         else:
             ran.append(marker)
     return f"tox shares (tox.ini): ran {', '.join(ran)}; skipped {', '.join(left) or 'nothing'}"
@@ -126,11 +134,11 @@ def _mark_by_path(item: pytest.Item) -> None:
     if "interop" in item.keywords or not path.is_relative_to(TESTS):
         return
     where = path.relative_to(TESTS).as_posix()
-    for share, suites in EDGE_SUITES.items():
-        if where.startswith(suites):
-            item.add_marker(pytest.mark.edges(share))
-    if where.startswith(BRACKET_SUITES):
-        item.add_marker(pytest.mark.brackets)
+    for marker, shares in PATH_SHARES.items():  # the first that names the path: edges before brackets
+        for share, suites in shares.items():
+            if where.startswith(suites):
+                item.add_marker(getattr(pytest.mark, marker)(share))
+                return
     if where.startswith(CONFORMANCE_SUITE):
         item.add_marker(pytest.mark.conformance)
 
@@ -142,8 +150,8 @@ def _skip_reason(item: pytest.Item) -> str | None:
             continue
         if value == "skip":
             return f"{switch}=skip: tests marked {marker} run in some tox envs only (tox.ini)"
-        if marker == "edges" and value in EDGE_SUITES and found.args != (value,) and "once" not in item.keywords:
-            return f"{switch}={value}: this environment runs the {value!r} share of the edges suites (tox.ini)"
+        if value in PATH_SHARES.get(marker, {}) and found.args != (value,) and "once" not in item.keywords:
+            return f"{switch}={value}: this environment runs the {value!r} share of the {marker} suites (tox.ini)"
     return None
 
 

@@ -21,8 +21,12 @@ import conftest
 REPO = Path(__file__).resolve().parents[2]
 INTERPRETERS = ("py310", "py311", "py312", "py313")
 #: A test file of each kind of place: the `oldest` and the `newest` share of the edges
-#: suites, a brackets suite, the core.
-PLACES = ["reliability/test_x.py", "cli/test_x.py", "agent/test_x.py", "protocol/test_x.py"]
+#: suites, the `computer` and the `others` share of the brackets suites, the core; then
+#: edges suites inside brackets ones (they run with their edges share).
+PLACES = [
+    "reliability/test_x.py", "cli/test_x.py", "computer/test_x.py", "agent/test_x.py", "protocol/test_x.py",
+    "scale_out/test_faults.py", "computer/mcp/test_supervision.py", "relay/test_hosts.py",
+]  # fmt: skip
 
 
 class Item:
@@ -82,9 +86,28 @@ def test_some_environment_runs_each_kind_of_test(place: str, marks: tuple[str, .
     assert runs_in(place, marks, monkeypatch), f"a test in tests/{place} marked {marks} runs in no environment"
 
 
-def test_the_oldest_and_newest_run_the_path_shares_and_the_middle_ones_the_core(monkeypatch) -> None:
+def test_each_path_share_runs_once_and_every_interpreter_runs_the_core(monkeypatch) -> None:
     shares = {place: runs_in(place, (), monkeypatch) for place in PLACES}
-    assert list(shares.values()) == [["py310"], ["py313"], ["py310", "py313"], list(INTERPRETERS)]
+    assert list(shares.values()) == [["py310"], ["py313"], ["py313"], ["py312"], list(INTERPRETERS), ["py310"], ["py310"], ["py313"]]
+
+
+def test_the_lanes_take_every_environment_once(monkeypatch) -> None:
+    """.ci/run runs two environments at a time; `depends` chains them into two lanes."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(REPO / "tox.ini", encoding="utf-8")
+    after = {"lowest": parser["testenv:lowest"]["depends"].strip()}
+    for line in parser["testenv"]["depends"].strip().splitlines():
+        env, before = (part.strip() for part in line.split(":"))
+        after[env] = before
+    envlist = [env.strip() for env in parser["tox"]["envlist"].split(",")]
+    firsts = [env for env in envlist if env not in after]
+    lanes = []
+    for first in firsts:
+        lane = [first]
+        while (following := [env for env, before in after.items() if before == lane[-1]]):
+            lane.extend(following)
+        lanes.append(lane)
+    assert lanes == [["py313", "lowest"], ["py310", "py311", "py312"]]
 
 
 def test_the_conformance_suite_runs_in_py312_alone(monkeypatch) -> None:
@@ -95,7 +118,8 @@ def test_the_conformance_suite_runs_in_py312_alone(monkeypatch) -> None:
 
 def test_the_suites_named_for_a_share_exist() -> None:
     named = [
-        *itertools.chain.from_iterable(conftest.EDGE_SUITES.values()), *conftest.BRACKET_SUITES,
+        *itertools.chain.from_iterable(conftest.EDGE_SUITES.values()),
+        *itertools.chain.from_iterable(conftest.BRACKET_SUITES.values()),
         conftest.CONFORMANCE_SUITE,
     ]  # fmt: skip
     assert [name for name in named if not (conftest.TESTS / name).exists()] == []
@@ -112,22 +136,27 @@ def test_each_environment_says_which_shares_it_ran_and_skipped() -> None:
         "conformance (SMCP_CONFORMANCE=skip: 30 tests)"
     )
     assert lines["py313"] == (
-        "tox shares (tox.ini): ran the core, once, the 'newest' share of edges, brackets; "
+        "tox shares (tox.ini): ran the core, once, the 'newest' share of edges, the 'computer' share of brackets; "
         "skipped interop (SMCP_INTEROP=skip: 150 tests), the 'oldest' share of edges (SMCP_EDGES=newest: 300 tests), "
-        "conformance (SMCP_CONFORMANCE=skip: 30 tests)"
+        "the 'others' share of brackets (SMCP_BRACKETS=computer: 700 tests), conformance (SMCP_CONFORMANCE=skip: 30 tests)"
     )
     assert lines["py312"] == (
-        "tox shares (tox.ini): ran the core, conformance; skipped interop (SMCP_INTEROP=skip: 150 tests), "
-        "once (SMCP_ONCE=skip: 40 tests), edges (SMCP_EDGES=skip: 300 tests), brackets (SMCP_BRACKETS=skip: 700 tests)"
+        "tox shares (tox.ini): ran the core, the 'others' share of brackets, conformance; "
+        "skipped interop (SMCP_INTEROP=skip: 150 tests), once (SMCP_ONCE=skip: 40 tests), "
+        "edges (SMCP_EDGES=skip: 300 tests), the 'computer' share of brackets (SMCP_BRACKETS=others: 700 tests)"
     )
-    assert lines["py310"].startswith("tox shares (tox.ini): ran the core, the 'oldest' share of edges, brackets; ")
+    assert lines["py310"] == (
+        "tox shares (tox.ini): ran the core, the 'oldest' share of edges; skipped interop (SMCP_INTEROP=skip: 150 tests), "
+        "once (SMCP_ONCE=skip: 40 tests), the 'newest' share of edges (SMCP_EDGES=oldest: 300 tests), "
+        "brackets (SMCP_BRACKETS=skip: 700 tests), conformance (SMCP_CONFORMANCE=skip: 30 tests)"
+    )
     assert conftest.share_summary(counts, {}) is None  # outside tox every test runs: no line
 
 
 def test_pytest_prints_the_shares_line_before_its_summary(tmp_path: Path) -> None:
     """The hook in a real pytest session, and .ci/summary reading its log as tox writes it."""
     environment = {
-        **os.environ, "SMCP_INTEROP": "skip", "SMCP_ONCE": "skip", "SMCP_EDGES": "newest", "SMCP_BRACKETS": "run",
+        **os.environ, "SMCP_INTEROP": "skip", "SMCP_ONCE": "skip", "SMCP_EDGES": "newest", "SMCP_BRACKETS": "computer",
         "SMCP_CONFORMANCE": "skip",
     }  # fmt: skip
     chosen = "tests/house/test_tox_shares.py::test_the_suites_named_for_a_share_exist"
@@ -137,7 +166,9 @@ def test_pytest_prints_the_shares_line_before_its_summary(tmp_path: Path) -> Non
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    assert lines[-2].startswith("tox shares (tox.ini): ran the core, the 'newest' share of edges, brackets; skipped interop")
+    assert lines[-2].startswith(
+        "tox shares (tox.ini): ran the core, the 'newest' share of edges, the 'computer' share of brackets; skipped interop"
+    )
     assert lines[-1].startswith("1 passed")
 
     log = tmp_path / ".tox" / "py313" / "log" / "4-commands[0].log"
