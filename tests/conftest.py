@@ -51,18 +51,18 @@ SKIP_SWITCHES = {
 #: Marked `edges` (paths under tests/), in two shares of the suites that drive whole
 #: processes: what must hold under faults and load — hostile and broken clients, killed
 #: processes, MCP server supervision, the test MCP servers' crash and cancel paths, nodes
-#: behind a failing Redis (`oldest`); what a user runs and sees — our CLI and the
-#: Computer's, the demo, the examples, the context channels end to end, the hosts
+#: behind a failing Redis, and the examples (`oldest`); what a user runs and sees — our
+#: CLI and the Computer's, the demo, the context channels end to end, the hosts
 #: (`newest`). tox runs each share once, on the oldest or the newest interpreter (and
 #: `lowest` what its paths hold of them).
 EDGE_SUITES = {
     "oldest": (
-        "reliability/", "computer/mcp/test_supervision.py", "test_mcp_servers.py",
+        "reliability/", "computer/mcp/test_supervision.py", "test_mcp_servers.py", "examples/",
         "scale_out/test_faults.py", "scale_out/test_failover.py", "scale_out/test_stall_routing.py",
         "scale_out/test_late_answers.py", "scale_out/test_sentinel.py", "scale_out/test_recovery_at_size.py",
     ),
     "newest": (
-        "cli/", "examples/", "context_end_to_end/", "computer/test_cli.py", "computer/config/test_vrl.py", "hosts/",
+        "cli/", "context_end_to_end/", "computer/test_cli.py", "computer/config/test_vrl.py", "hosts/",
         "relay/test_hosts.py",
     ),
 }  # fmt: skip
