@@ -75,10 +75,13 @@ def test_help_everywhere(command: list[str], capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().out.startswith(f"usage: {' '.join(['smcp-sync', *command])} ")
 
 
-def test_the_installed_command_has_help_and_a_version() -> None:
+@pytest.mark.parametrize("command", [[SMCP_SYNC], [sys.executable, "-m", "smcp_sync"]], ids=["script", "python -m"])
+def test_the_installed_command_has_help_and_a_version(command: list[str]) -> None:
     for args, expected in ((["--help"], "usage: smcp-sync "), (["--version"], "smcp-sync ")):
-        done = subprocess.run([SMCP_SYNC, *args], capture_output=True, text=True, timeout=20)
+        done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=20)
         assert done.returncode == 0 and done.stdout.startswith(expected) and done.stderr == ""
+    refused = subprocess.run([*command, "no-such-command"], capture_output=True, text=True, timeout=20)
+    assert refused.returncode == 2 and "no-such-command" in refused.stderr  # main()'s exit status is the process's
 
 
 def test_the_command_line_loads_the_mcp_sdk_only_for_the_commands_that_use_it() -> None:
