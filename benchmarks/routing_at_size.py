@@ -22,9 +22,11 @@ point; the sampling slows the Server, so a profiled run's numbers are not the ru
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +47,8 @@ LABELS = {server: capacity.LABELS[server] for server in SERVERS}
 JOIN_SECONDS_PER_THOUSAND = 60.0
 #: Seconds past the window for the calls in flight to be answered and counted.
 RESULT_GRACE = 90.0
+#: Seconds py-spy may take past the window to write its profile.
+PROFILE_GRACE = 10.0
 
 
 def one_point(
@@ -60,14 +64,17 @@ def one_point(
         after = load.mark()
         load.send({"run": {"warmup": warmup, "seconds": seconds}})
         opened = load.wait_for_index("mark", warmup + RESULT_GRACE, after=after)
-        before = process.cpu_times()
+        before, machine = process.cpu_times(), _busy()
         recorder = _profile(process.pid, seconds, profile / f"{server}-{offices}.txt") if profile else None
-        load.wait_for("mark", seconds + RESULT_GRACE, after=opened + 1)
-        spent = process.cpu_times()
-        result = load.wait_for("result", RESULT_GRACE, after=opened + 1)
-        if recorder is not None:
-            recorder.wait(seconds + RESULT_GRACE)
-    cpu = (spent.user - before.user) + (spent.system - before.system)
+        try:
+            load.wait_for("mark", seconds + RESULT_GRACE, after=opened + 1)
+            spent, machine = process.cpu_times(), _busy() - machine
+            result = load.wait_for("result", RESULT_GRACE, after=opened + 1)
+        finally:
+            if recorder is not None:
+                _stop(recorder)
+    user, system = spent.user - before.user, spent.system - before.system
+    cpu = user + system
     calls = result["calls"]
     return {
         "server": server,
@@ -76,63 +83,73 @@ def one_point(
         "server_threads": threads,
         **{key: result[key] for key in ("calls", "calls_per_s", "p50_ms", "p99_ms", "errors", "first_error", "load_cpu_s")},
         "server_cpu_s": cpu,
+        "server_system_share": system / cpu if cpu else None,
+        # what the rest of the machine ran meanwhile (other people's work), in cores
+        "others_cores": max(0.0, machine - cpu - result["load_cpu_s"]) / seconds,
         "cpu_ms_per_call": cpu / calls * 1e3 if calls else None,
         "p99_over_p50": result["p99_ms"] / result["p50_ms"] if calls else None,
     }
 
 
+def _busy() -> float:
+    """CPU seconds the whole machine has spent busy (every core)."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
 def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy sampling `pid` (every thread) for `seconds`, collapsed stacks to `out`."""
+    """py-spy sampling `pid` for `seconds` (the thread holding the GIL: where its CPU goes), collapsed stacks to `out`."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200", "--format", "raw"]
-    return subprocess.Popen([*argv, "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100", "--gil", "--nonblocking"]
+    return subprocess.Popen([*argv, "--format", "raw", "--output", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(recorder: subprocess.Popen[bytes]) -> None:
+    """py-spy ends by itself after its duration (it writes its file then); SIGINT makes it
+    write what it has when it takes longer (thousands of threads to sample)."""
+    try:
+        recorder.wait(PROFILE_GRACE)
+    except subprocess.TimeoutExpired:
+        recorder.send_signal(signal.SIGINT)
+        try:
+            recorder.wait(PROFILE_GRACE)
+        except subprocess.TimeoutExpired:
+            recorder.kill()
+            recorder.wait()
 
 
 def run(
     levels: tuple[int, ...], servers: tuple[str, ...], warmup: float, seconds: float, profile: Path | None
 ) -> list[dict[str, Any]]:
     """Every (offices, server) point; one that fails is kept as its error and the others go on."""
-    official_python = _cached(lambda: official_sdk_python(CURRENT))
+    official_python = functools.cache(functools.partial(official_sdk_python, CURRENT))
     rows = []
     for offices in levels:
         for server in servers:
             log.info("routing at size: %s, %d offices ...", server, offices)
-            load = psutil.getloadavg()[0]
             try:
                 row = one_point(server, offices, warmup, seconds, official_python, profile)
             except Exception as exc:
                 log.exception("routing at size: %s at %d offices failed", server, offices)
                 row = {"server": server, "offices": offices, "error": f"{type(exc).__name__}: {exc}"[:500]}
-            row["load"] = [load, psutil.getloadavg()[0]]
             rows.append(row)
     return rows
-
-
-def _cached(make: Callable[[], Any]) -> Callable[[], Any]:
-    made: list[Any] = []
-
-    def get() -> Any:
-        if not made:
-            made.append(make())
-        return made[0]
-
-    return get
 
 
 def tables(rows: list[dict[str, Any]]) -> list[report.Table]:
     points = report.Table(
         "Routing at size: one call in flight per Agent, a wire Computer per office",
-        ["server", "offices", "calls/s", "Server CPU ms/call", "p50 ms", "p99 ms", "p99/p50", "errors", "load CPU s", "Server threads", "1-min load"],
+        ["server", "offices", "calls/s", "Server CPU ms/call", "p50 ms", "p99 ms", "p99/p50", "errors", "load CPU s", "Server threads", "others' cores"],
     )
     for row in rows:
         label = LABELS[row["server"]]
         if "error" in row:
-            points.add(label, row["offices"], *[None] * 8, row["load"][1])
+            points.add(label, row["offices"], *[None] * 9)
             continue
         points.add(
             label, row["offices"], row["calls_per_s"], row["cpu_ms_per_call"], row["p50_ms"], row["p99_ms"],
-            row["p99_over_p50"], row["errors"], row["load_cpu_s"], row["server_threads"], row["load"][1],
+            row["p99_over_p50"], row["errors"], row["load_cpu_s"], row["server_threads"], row["others_cores"],
         )  # fmt: skip
     ratios = report.Table(
         "Routing at size: ours against the official 0.4.2 Server (same size, same run)",
