@@ -81,7 +81,7 @@ def one_point(
         "offices": offices,
         "connect_s": ready["connect_s"],
         "server_threads": threads,
-        **{key: result[key] for key in ("calls", "calls_per_s", "p50_ms", "p99_ms", "errors", "first_error", "load_cpu_s")},
+        **{key: result[key] for key in ("calls", "calls_per_s", "p50_ms", "p99_ms", "errors", "unanswered", "first_error", "load_cpu_s")},
         "server_cpu_s": cpu,
         "server_system_share": system / cpu if cpu else None,
         # what the rest of the machine ran meanwhile (other people's work), in cores
@@ -140,16 +140,16 @@ def run(
 def tables(rows: list[dict[str, Any]]) -> list[report.Table]:
     points = report.Table(
         "Routing at size: one call in flight per Agent, a wire Computer per office",
-        ["server", "offices", "calls/s", "Server CPU ms/call", "p50 ms", "p99 ms", "p99/p50", "errors", "load CPU s", "Server threads", "others' cores"],
+        ["server", "offices", "calls/s", "Server CPU ms/call", "p50 ms", "p99 ms", "p99/p50", "errors", "unanswered", "load CPU s", "Server threads", "others' cores"],
     )
     for row in rows:
         label = LABELS[row["server"]]
         if "error" in row:
-            points.add(label, row["offices"], *[None] * 9)
+            points.add(label, row["offices"], *[None] * 10)
             continue
         points.add(
             label, row["offices"], row["calls_per_s"], row["cpu_ms_per_call"], row["p50_ms"], row["p99_ms"],
-            row["p99_over_p50"], row["errors"], row["load_cpu_s"], row["server_threads"], row["others_cores"],
+            row["p99_over_p50"], row["errors"], row["unanswered"], row["load_cpu_s"], row["server_threads"], row["others_cores"],
         )  # fmt: skip
     ratios = report.Table(
         "Routing at size: ours against the official 0.4.2 Server (same size, same run)",

@@ -16,10 +16,10 @@ Prints ``{"event": "ready", "offices": n, "connect_s": s}`` once every office is
 joined. Each stdin line ``{"run": {"warmup": W, "seconds": S}}`` starts the calls;
 ``{"event": "mark"}`` is printed when the measured window opens and again when it
 closes (the driver reads the Server's CPU at each), then, once the calls in flight are
-answered, ``{"event": "result", ...}``: calls answered within the window, calls/s,
-latency p50/p99 (ms), errors, and this process's CPU seconds over the window (a load
-process that used a whole core was the bound, not the Server). EOF on stdin closes
-every connection and exits.
+answered (at most `DRAIN_TIMEOUT` later), ``{"event": "result", ...}``: calls answered
+within the window, calls/s, latency p50/p99 (ms), errors, calls still unanswered, and
+this process's CPU seconds over the window (a load process that used a whole core was
+the bound, not the Server). EOF on stdin closes every connection and exits.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import resource
@@ -314,7 +315,8 @@ async def measure(agents: list[WireAgent], calls: Calls, warmup: float, seconds:
     emit({"event": "mark"})
     cpu = time.process_time() - cpu
     calls.running = False
-    await asyncio.wait_for(calls.drained.wait(), DRAIN_TIMEOUT)
+    with contextlib.suppress(asyncio.TimeoutError):  # counted as unanswered
+        await asyncio.wait_for(calls.drained.wait(), DRAIN_TIMEOUT)
     ordered = sorted(calls.latencies)
     return {
         "calls": len(ordered),
@@ -322,6 +324,7 @@ async def measure(agents: list[WireAgent], calls: Calls, warmup: float, seconds:
         "p50_ms": percentile(ordered, 50) * 1e3 if ordered else None,
         "p99_ms": percentile(ordered, 99) * 1e3 if ordered else None,
         "errors": calls.errors,
+        "unanswered": calls.in_flight,
         "first_error": calls.first_error,
         "load_cpu_s": cpu,
     }
