@@ -30,7 +30,6 @@ import base64
 import contextlib
 import json
 import os
-import resource
 import sys
 import time
 from typing import Any, Callable
@@ -39,7 +38,9 @@ from urllib.parse import urlsplit
 from smcp_sync.connection.client_auth import key_auth
 from smcp_sync.protocol.versioning import handshake_url
 
+from .idle_sockets import emit
 from .loadgen import percentile
+from .memory import raise_fd_limit
 
 NAMESPACE = "/smcp"
 #: Seconds one connection may take to be open, authenticated and joined.
@@ -330,11 +331,6 @@ async def measure(agents: list[WireAgent], calls: Calls, warmup: float, seconds:
     }
 
 
-def emit(event: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", required=True)
@@ -343,10 +339,7 @@ def main() -> None:
     parser.add_argument("--prefix", default="route")
     parser.add_argument("--text", default="ping")
     args = parser.parse_args()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 2 * args.offices + 256
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+    raise_fd_limit(2 * args.offices)
     asyncio.run(run(args.url, args.offices, args.key, args.prefix, args.text))
 
 
