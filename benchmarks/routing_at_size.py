@@ -11,12 +11,13 @@ one call in flight per Agent. For each number of offices and each Server: a fres
 process (ours with `serve()`, mode gevent and mode threads, `threads` = connections +
 100; the official one as it ships for production, python-socketio's AsyncServer under
 uvicorn: `capacity.start_server`), every office joined, a warm-up, then a measured
-window: calls answered in it per second, their latency p50/p99, and the Server process's
-CPU (user + system, psutil) over the window per call. Beside it the load process's own
-CPU: near a whole core, the load was the bound. Each Server takes the others' ratio to
-the official one at the same size. `--profile DIR` records the Server during the window
-with py-spy (if installed: ``pip install py-spy``) as collapsed stacks, one file per
-point; the sampling slows the Server, so a profiled run's numbers are not the run's.
+window: calls answered in it per second, their latency p50/p99, calls left unanswered,
+and the Server process's CPU (user + system, psutil) over the window per call. Beside
+it the load process's own CPU (near a whole core, the load was the bound) and what the
+rest of the machine ran. Ours are then divided by the official Server's at the same
+size. `--profile DIR` records the Server during the window with py-spy (if installed:
+``pip install py-spy``) as collapsed stacks, one file per point; sampling costs the
+Server CPU, so a profiled run's numbers are not ones to report.
 """
 
 from __future__ import annotations
@@ -92,13 +93,16 @@ def one_point(
 
 
 def _busy() -> float:
-    """CPU seconds the whole machine has spent busy (every core)."""
+    """CPU seconds the whole machine has spent busy (every core; Linux counts guest time in
+    user time too)."""
     times = psutil.cpu_times()
-    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+    waiting = times.idle + sum(getattr(times, field, 0.0) for field in ("iowait", "guest", "guest_nice"))
+    return sum(times) - waiting
 
 
 def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
-    """py-spy sampling `pid` for `seconds` (the thread holding the GIL: where its CPU goes), collapsed stacks to `out`."""
+    """py-spy sampling `pid` for `seconds` (the thread holding the GIL: where the Server's
+    Python time goes), collapsed stacks to `out`."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100", "--gil", "--nonblocking"]
@@ -116,7 +120,7 @@ def _stop(recorder: subprocess.Popen[bytes]) -> None:
             recorder.wait(PROFILE_GRACE)
         except subprocess.TimeoutExpired:
             recorder.kill()
-            recorder.wait()
+            recorder.wait(PROFILE_GRACE)
 
 
 def run(
@@ -176,6 +180,16 @@ def _levels(text: str) -> tuple[int, ...]:
     return levels
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
 def _servers(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     if not names or set(names) - set(SERVERS):
@@ -187,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--offices", type=_levels, default=(100, 1000), help="offices per point (default 100,1000)")
     parser.add_argument("--servers", type=_servers, default=SERVERS, help=f"default {','.join(SERVERS)}")
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of calls before the window")
-    parser.add_argument("--seconds", type=float, default=15.0, help="seconds of the measured window")
+    parser.add_argument("--warmup", type=_seconds, default=5.0, help="seconds of calls before the window")
+    parser.add_argument("--seconds", type=_seconds, default=15.0, help="seconds of the measured window")
     parser.add_argument("--profile", type=Path, help="record each Server with py-spy into this folder")
     parser.add_argument("--json", help="also write every measurement to this file")
     args = parser.parse_args(argv)

@@ -5,10 +5,11 @@ one light asyncio process: ``python -m benchmarks.routing_load --url U --offices
 Why not our Agent and Computer: thousands of them would measure the clients, and a
 Computer's MCP server would add its own cost to every call. Here each connection is one
 asyncio protocol speaking Engine.IO v4 over a websocket, framed by hand (a client frame
-masked as RFC 6455 wants; ~4x cheaper than wsproto per message, which matters with one
-core left for the load): the upgrade with our `a2c_version` in the query (the official
-0.4.2 Server's gate wants one), the OPEN packet, a namespace CONNECT to /smcp with the
-key in every field a Server may read it from, `server:join_office`. The Computer answers
+masked as RFC 6455 wants): a message sent and one received cost 4 µs, 29 µs with
+wsproto, which matters with one core left for the load. The upgrade carries our
+`a2c_version` in the query (the official 0.4.2 Server's gate wants one); then the OPEN
+packet, a namespace CONNECT to /smcp with the key in every field a Server may read it
+from, `server:join_office`. The Computer answers
 each `client:tool_call` with a `CallToolResult` echoing `params.text`, on the spot; the
 Agent has one call in flight: each answer (checked) sends the next call.
 
