@@ -37,7 +37,7 @@ import psutil
 
 from tests.interop.venv import CURRENT, official_sdk_python
 
-from . import capacity, memory, report
+from . import arguments, capacity, memory, report
 from .processes import Peers
 
 log = logging.getLogger("benchmarks.routing_at_size")
@@ -170,39 +170,12 @@ def tables(rows: list[dict[str, Any]]) -> list[report.Table]:
     return [points, ratios]
 
 
-def _levels(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        levels = ()
-    if not levels or min(levels) < 1:
-        raise argparse.ArgumentTypeError(f"expected offices as positive integers, e.g. 100,1000,3000; got {text!r}")
-    return levels
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return seconds
-
-
-def _servers(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not names or set(names) - set(SERVERS):
-        raise argparse.ArgumentTypeError(f"servers are {', '.join(SERVERS)}; got {text!r}")
-    return names
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--offices", type=_levels, default=(100, 1000), help="offices per point (default 100,1000)")
-    parser.add_argument("--servers", type=_servers, default=SERVERS, help=f"default {','.join(SERVERS)}")
-    parser.add_argument("--warmup", type=_seconds, default=5.0, help="seconds of calls before the window")
-    parser.add_argument("--seconds", type=_seconds, default=15.0, help="seconds of the measured window")
+    parser.add_argument("--offices", type=arguments.counts, default=(100, 1000), help="offices per point (default 100,1000)")
+    parser.add_argument("--servers", type=arguments.names(SERVERS, "servers"), default=SERVERS, help=f"default {','.join(SERVERS)}")
+    parser.add_argument("--warmup", type=arguments.seconds, default=5.0, help="seconds of calls before the window")
+    parser.add_argument("--seconds", type=arguments.seconds, default=15.0, help="seconds of the measured window")
     parser.add_argument("--profile", type=Path, help="record each Server with py-spy into this folder")
     parser.add_argument("--json", help="also write every measurement to this file")
     args = parser.parse_args(argv)
