@@ -31,7 +31,7 @@ from typing import Any
 
 from tests.interop.venv import CURRENT, LEGACY, official_sdk_python
 
-from . import capacity, echo, finder, hostile, loadgen, memory, paths, redis_recovery, report, roundtrip, scale_out
+from . import arguments, capacity, echo, finder, hostile, loadgen, memory, paths, redis_recovery, report, roundtrip, scale_out
 
 log = logging.getLogger("benchmarks")
 
@@ -252,63 +252,34 @@ class Run:
         }
 
 
-def _names(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = sorted(set(names) - set(SECTIONS))
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}; got {text!r}")
-    return names
-
-
-def _servers(text: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in text.split(",") if name.strip())
-    if not names or set(names) - set(capacity.SERVERS):
-        raise argparse.ArgumentTypeError(f"capacity servers are {', '.join(capacity.SERVERS)}; got {text!r}")
-    return names
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _counts(text: str) -> tuple[int, ...]:
-    return tuple(_positive(part) for part in text.split(","))
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
         "--only",
-        type=_names,
+        type=arguments.names(SECTIONS, "sections"),
         default=DEFAULT_SECTIONS,
         help=f"comma-separated sections ({','.join(SECTIONS)}; default: all but scale_out)",
     )
     parser.add_argument("--quick", action="store_true", help="tiny counts (smoke test); numbers are meaningless")
-    parser.add_argument("--levels", type=_counts, help="concurrent callers per throughput run (default 1,4,16)")
+    parser.add_argument("--levels", type=arguments.counts, help="concurrent callers per throughput run (default 1,4,16)")
     parser.add_argument(
-        "--rounds", type=_positive, help=f"interleaved rounds of the round-trip paths (default {FULL_ROUNDS})"
+        "--rounds", type=arguments.positive, help=f"interleaved rounds of the round-trip paths (default {FULL_ROUNDS})"
     )
-    parser.add_argument("--memory-levels", type=_counts, help="idle clients per memory sample (default 10,100,300)")
+    parser.add_argument("--memory-levels", type=arguments.counts, help="idle clients per memory sample (default 10,100,300)")
     parser.add_argument(
         "--capacity-servers",
-        type=_servers,
+        type=arguments.names(capacity.SERVERS, "capacity servers"),
         help=f"servers of the capacity section ({','.join(capacity.SERVERS)}; default: all)",
     )
     parser.add_argument(
         "--capacity-levels",
-        type=_counts,
+        type=arguments.counts,
         help=f"idle connections per capacity point (default {','.join(map(str, FULL_CAPACITY.levels))})",
     )
     parser.add_argument(
-        "--finder-docs", type=_positive, help=f"documents per MCP server of the Finder sections (default {FULL_FINDER.documents})"
+        "--finder-docs", type=arguments.positive, help=f"documents per MCP server of the Finder sections (default {FULL_FINDER.documents})"
     )
     parser.add_argument(
         "--echo", choices=echo.CHOICES, default="auto", help="the MCP echo server (see benchmarks/echo.py)"

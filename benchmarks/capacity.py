@@ -124,13 +124,20 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _start_ours(peers: Peers, server: str, level: int) -> tuple[str, psutil.Process]:
-    options = json.dumps({"auth": KEY, "max_connections_per_ip": None})
+def start_server(
+    peers: Peers, server: str, connections: int, official_python: Callable[[], Any], key: str = KEY
+) -> tuple[str, psutil.Process]:
+    """Server `server` (one of `SERVERS`) in a child process, taking `key`, ready for
+    `connections` clients: its URL and the process that serves (a `serve()` worker, not
+    its master)."""
+    if server == "official_042":
+        return _start_official(peers, official_python(), key)
+    options = json.dumps({"auth": key, "max_connections_per_ip": None})
     if server == "start":
         ready = peers.start("smcp-server", "--options", options)
         return ready["url"], psutil.Process(ready["pid"])
     mode = "gevent" if server == "serve_gevent" else "threads"
-    spare = str(level + 100)
+    spare = str(connections + 100)
     ready = peers.start("smcp-serve", "--mode", mode, "--threads", spare, "--connections", spare, "--options", options)
     master = psutil.Process(ready["pid"])
     deadline = time.monotonic() + READY_TIMEOUT
@@ -139,10 +146,10 @@ def _start_ours(peers: Peers, server: str, level: int) -> tuple[str, psutil.Proc
     return ready["url"], master.children()[0]
 
 
-def _start_official(peers: Peers, python: Any) -> tuple[str, psutil.Process]:
+def _start_official(peers: Peers, python: Any, key: str) -> tuple[str, psutil.Process]:
     from tests.interop.harness import SCRIPTS
 
-    argv = [str(python), str(SCRIPTS / "official_server.py"), "--port", "0", "--api-key", KEY, "--no-trace", "--asgi"]
+    argv = [str(python), str(SCRIPTS / "official_server.py"), "--port", "0", "--api-key", key, "--no-trace", "--asgi"]
     child = peers.spawn(argv, "official-server-asgi")
     listening = child.wait_for("listening", READY_TIMEOUT)
     return listening["url"], psutil.Process(child.proc.pid)
@@ -151,10 +158,7 @@ def _start_official(peers: Peers, python: Any) -> tuple[str, psutil.Process]:
 def one_point(server: str, level: int, plan: CapacityPlan, official_python: Callable[[], Any]) -> dict[str, Any]:
     """One server process, `level` idle connections: the row's measurements."""
     with Peers() as peers:
-        if server == "official_042":
-            url, process = _start_official(peers, official_python())
-        else:
-            url, process = _start_ours(peers, server, level)
+        url, process = start_server(peers, server, level, official_python)
         baseline = memory.settled(process)
         probe = Probe(url)
         try:

@@ -205,3 +205,33 @@ def test_quick_capacity_run_holds_every_connection_on_every_server(tmp_path, no_
     assert int(rows[2]["threads"]) < 10  # gevent: no thread per connection
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
+
+
+@pytest.mark.interop  # the official Server beside ours
+@pytest.mark.once
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_a_short_routing_at_size_run_routes_every_call_on_every_server(tmp_path, no_leaks):
+    """benchmarks/routing_at_size.py (its own script): each Server, our two modes and the
+    official one, routes the wire Agents' calls to their wire Computers, answered and
+    checked, and the ratios table compares ours with the official one."""
+    argv = [sys.executable, "-m", "benchmarks.routing_at_size", "--offices", "5", "--warmup", "0.5", "--seconds", "1"]
+    returncode, stdout, stderr, descendants = run_watching_descendants(argv, tmp_path, RUN_TIMEOUT)
+    assert returncode == 0, stdout[-3000:] + stderr[-5000:]
+    tables = parse_tables(stdout)
+    rows = tables["Routing at size: one call in flight per Agent, a wire Computer per office"]
+    assert [row["server"] for row in rows] == [
+        "smcp_sync serve() gevent",
+        "smcp_sync serve() threads (gthread)",
+        "official 0.4.2 (AsyncServer, uvicorn)",
+    ]
+    for row in rows:
+        assert row["offices"] == "5" and row["errors"] == row["unanswered"] == "0", row
+        assert number(row["calls/s"]) > 0 and number(row["Server CPU ms/call"]) > 0, row
+        assert number(row["p99 ms"]) >= number(row["p50 ms"]) > 0, row
+    ratios = tables["Routing at size: ours against the official 0.4.2 Server (same size, same run)"]
+    assert [(row["server"], number(row["calls/s ÷ official's"]) > 0) for row in ratios] == [
+        ("smcp_sync serve() gevent", True),
+        ("smcp_sync serve() threads (gthread)", True),
+    ]
+    survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not survivors, f"processes started by the benchmark still run: {survivors}"

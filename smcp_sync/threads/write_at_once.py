@@ -13,18 +13,35 @@ from __future__ import annotations
 
 import select
 import socket
-from typing import Any
+import sys
+from typing import Any, Callable
 
 #: The longest message written at once; longer ones go to the writer.
 WRITE_AT_ONCE_MAX = 64 * 1024
 
 
+def _os_poll() -> Callable[[], Any]:
+    """`select.poll` as the operating system has it, even once gevent has patched `select`
+    (gevent's waits on its hub even for a zero timeout; a zero-timeout poll never blocks).
+    Not `select.select`: it refuses descriptors from FD_SETSIZE (1024) on, which a Server
+    past ~500 offices gives its connections, and every message to them then went through
+    the writer (benchmarks/README.md, routing at size)."""
+    monkey = sys.modules.get("gevent.monkey")  # not imported: nothing is patched
+    return monkey.get_original("select", "poll") if monkey is not None else select.poll
+
+
+_poll = _os_poll()
+
+
 def room_to_write(sock: socket.socket | Any) -> bool:
-    """Whether `sock` takes data now (its send buffer has room: a zero-timeout `select`;
-    gevent's under gevent). False for a closed socket."""
+    """Whether `sock` takes data now (its send buffer has room: a zero-timeout poll).
+    False for a closed socket."""
     if sock is None:
         return False
     try:
-        return bool(select.select([], [sock], [], 0)[1])
+        poller = _poll()
+        poller.register(sock, select.POLLOUT)
+        ready = poller.poll(0)
     except (OSError, ValueError):  # closed meanwhile: the writer reports it
         return False
+    return bool(ready) and bool(ready[0][1] & select.POLLOUT)
