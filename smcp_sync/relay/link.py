@@ -7,8 +7,8 @@ dials a new one), writes, waits for the answer on it and puts it back. So a call
 hand-off between threads on this side, and a socket abandoned mid-call (an interrupt, a
 timeout, the process dying) is closed, which the relay takes as "cancel that call".
 
-The relay ending is a reconnect, never a hang: every wait is bounded, a socket found
-closed before use means the relay went away (the link attaches again, starting a relay if
+The relay ending is a reconnect, never a hang: every wait is bounded, a send on a socket
+the relay closed fails at once, unread, and means the relay went away (the link attaches again, starting a relay if
 none runs, and the seats are opened again), and a request whose socket closes before its
 answer fails with `NotConnectedError`, as a direct Agent's does when its connection drops.
 
@@ -138,16 +138,12 @@ class RelayLink:
         raise AssertionError("unreachable")
 
     def _take(self, deadline: float) -> tuple[Channel, int]:
-        while True:
-            with self._lock:
-                generation = self.generation
-                channel = self._idle.pop() if self._idle and self._session is not None else None
-            if channel is None:
-                break
-            if not channel.closed_by_peer():
-                return channel, generation
-            channel.close()  # closed by the relay while it was idle: the relay went away
-            self._lost(generation)
+        """An idle request socket, else a new one. An idle one is not looked at first: one
+        the relay closed meanwhile fails the send at once, unread (`request` retries)."""
+        with self._lock:
+            generation = self.generation
+            if self._idle and self._session is not None:
+                return self._idle.pop(), generation
         token, generation = self._attach(deadline)
         try:
             channel = self._dial(deadline)

@@ -30,6 +30,8 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _HEADER = struct.Struct("!I")
 _NONCE_BYTES = 32
 _READ_BYTES = 65536
+#: A send to a closed socket raises EPIPE, without SIGPIPE (a host may not ignore it; Linux).
+_NO_SIGPIPE = getattr(socket, "MSG_NOSIGNAL", 0)
 _DIGEST = "sha256"
 
 
@@ -67,11 +69,11 @@ class Channel:
 
     def send_frame(self, data: bytes) -> None:
         self._timeout(HANDSHAKE_TIMEOUT)
-        if len(data) < 65536:
-            self._sock.sendall(_HEADER.pack(len(data)) + data)  # one write for the usual message
+        if len(data) < _READ_BYTES:
+            self._sock.sendall(_HEADER.pack(len(data)) + data, _NO_SIGPIPE)  # one write for the usual message
         else:
-            self._sock.sendall(_HEADER.pack(len(data)))
-            self._sock.sendall(data)
+            self._sock.sendall(_HEADER.pack(len(data)), _NO_SIGPIPE)
+            self._sock.sendall(data, _NO_SIGPIPE)
 
     def receive_frame(self, timeout: float | None, limit: int = MAX_MESSAGE_BYTES) -> bytes:
         """The next frame; waits at most `timeout` seconds for it to start (None: until one
@@ -91,19 +93,6 @@ class Channel:
                     return frame
             self._timeout(HANDSHAKE_TIMEOUT)
             self._fill()
-
-    def closed_by_peer(self) -> bool:
-        """Whether the other end closed (or wrote) since the last read, seen without waiting."""
-        if self._buffer:
-            return True
-        self._timeout(0.0)
-        try:
-            self._sock.recv(1, socket.MSG_PEEK)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError:
-            pass  # reset: closed all the same
-        return True
 
     def _fill(self) -> None:
         chunk = self._sock.recv(_READ_BYTES)
