@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
 import json
 import os
 import shutil
@@ -15,7 +13,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +22,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import pytest
 from mcp_servers import logged_lines
+from notebook_parts import run_interrupted
 
 from scale_out.parts import RedisServer
 from smcp_sync import Agent
@@ -319,28 +317,11 @@ def test_a_jupyter_kernel_interrupted_mid_call_through_the_relay(
 ) -> None:
     """The notebook's interrupt button during a relay Agent's call: the MCP server sees
     the cancel, and the relay and the Server keep nothing of the call."""
-    nbformat = pytest.importorskip("nbformat", reason="the Jupyter test needs nbformat, nbclient and ipykernel")
-    nbclient = pytest.importorskip("nbclient", reason="the Jupyter test needs nbformat, nbclient and ipykernel")
-    pytest.importorskip("ipykernel", reason="the Jupyter test needs nbformat, nbclient and ipykernel")
+    for module in ("nbformat", "nbclient", "ipykernel"):
+        pytest.importorskip(module, reason="the Jupyter test needs nbformat, nbclient and ipykernel")
     started, cancelled = (len(logged_lines(logs[k], timeout=0)) for k in ("SMCP_TEST_STARTED_LOG", "SMCP_TEST_CANCEL_LOG"))
     cell = NOTEBOOK_CELL.format(url=office.url, office=OFFICE, folder=str(place.folder))
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
-    client = nbclient.NotebookClient(notebook, timeout=90, kernel_name="python3")
-
-    def interrupt_once_started() -> None:
-        if len(logged_lines(logs["SMCP_TEST_STARTED_LOG"], started + 1, timeout=60)) > started:
-            interrupted = client.km.interrupt_kernel()  # the notebook's interrupt button
-            if inspect.isawaitable(interrupted):  # an AsyncKernelManager's
-                asyncio.run(interrupted)
-
-    interrupter = threading.Thread(target=interrupt_once_started, name="kernel-interrupter")
-    interrupter.start()
-    try:
-        client.execute()
-    finally:
-        interrupter.join(70)
-    [output] = [o for o in notebook.cells[0].outputs if o.output_type == "stream" and o.name == "stdout"]
-    [note] = json.loads(output.text)
+    [note] = run_interrupted(cell, logs["SMCP_TEST_STARTED_LOG"], started)
     assert note.startswith("smcp_sync: tool call 'tools__sleep' on computer 'c1' (req_id ") and note.endswith("cancel sent")
     now_cancelled = logged_lines(logs["SMCP_TEST_CANCEL_LOG"], cancelled + 1)
     assert [line.split()[0] for line in now_cancelled[cancelled:]] == ["cancelled"]
