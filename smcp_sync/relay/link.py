@@ -7,15 +7,19 @@ dials a new one), writes, waits for the answer on it and puts it back. So a call
 hand-off between threads on this side, and a socket abandoned mid-call (an interrupt, a
 timeout, the process dying) is closed, which the relay takes as "cancel that call".
 
-The relay ending is a reconnect, never a hang: every wait is bounded, a socket found
-closed before use means the relay went away (the link attaches again, starting a relay if
+The relay ending is a reconnect, never a hang: every wait is bounded, a send on a socket
+the relay closed fails at once, unread, and means the relay went away (the link attaches again, starting a relay if
 none runs, and the seats are opened again), and a request whose socket closes before its
 answer fails with `NotConnectedError`, as a direct Agent's does when its connection drops.
 
 Fork: an `os.register_at_fork` hook makes every link in a child forget what it inherited
 without writing a byte on it (its sockets are the parent's; its locks may be held by a
 parent thread that does not exist here); the child's next call attaches afresh (the relay
-Agents' own threads start afresh there by their own hooks: `threads.forks`).
+Agents' own threads start afresh there by their own hooks: `threads.forks`). The same
+once gevent has patched the standard library after the link was made (gunicorn's gevent
+worker with `--preload`): its first request renews the locks (its own and, through
+`threads.forks`, its Agents' parts), and its sockets, made then, are gevent's, so a call
+waits on its greenlet, not on the hub.
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ import threading
 import time
 import weakref
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Connection as Channel
 from typing import Any, Protocol
 
 from ..connection.session import NotConnectedError
 from ..protocol.errors import AuthError, SMCPError
+from ..threads.forks import renew_made_before_patching
+from ..threads.gevent_order import stdlib_patched
 from .place import RelayPlace
 from .start import DEFAULT_START_TIMEOUT, RelayStartError, start_relay, starting
-from .wire import HANDSHAKE_TIMEOUT, RelayGone, dial, receive, send, shut
+from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, dial, receive, send
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +81,7 @@ class RelayLink:
         self._session: Channel | None = None
         self._idle: list[Channel] = []
         self._keeper: threading.Thread | None = None
+        self._made_patched = stdlib_patched()
         self.generation = 0
 
     # -- members ---------------------------------------------------------------------
@@ -109,6 +115,9 @@ class RelayLink:
     def request(self, message: dict[str, Any], timeout: float) -> Any:
         """Send `message` to the relay and return its answer's value. Raises the SMCPError
         it answers, `SeatNotOpen`, `NotConnectedError` when no relay answers."""
+        if not self._made_patched and stdlib_patched():  # locks made before it would block gevent's hub
+            renew_made_before_patching()  # the relay Agent's own parts (threads.forks)
+            self._forget_inherited()
         deadline = time.monotonic() + timeout
         for attempt in range(2):
             channel, generation = self._take(deadline)
@@ -129,18 +138,19 @@ class RelayLink:
         raise AssertionError("unreachable")
 
     def _take(self, deadline: float) -> tuple[Channel, int]:
-        while True:
-            with self._lock:
-                generation = self.generation
-                channel = self._idle.pop() if self._idle and self._session is not None else None
-            if channel is None:
-                break
-            if not channel.poll(0):
-                return channel, generation
-            channel.close()  # closed by the relay while it was idle: the relay went away
-            self._lost(generation)
+        """An idle request socket, else a new one. An idle one is not looked at first: one
+        the relay closed meanwhile fails the send at once, unread (`request` retries)."""
+        with self._lock:
+            generation = self.generation
+            if self._idle and self._session is not None:
+                return self._idle.pop(), generation
         token, generation = self._attach(deadline)
-        channel = self._dial(deadline)
+        try:
+            channel = self._dial(deadline)
+        except NotConnectedError:
+            self._lost(generation)  # the session is a relay's that is dying: attach again, once
+            token, generation = self._attach(deadline)
+            channel = self._dial(deadline)
         try:
             send(channel, {"op": "hello", "session": token, "role": "requests"})
             _value_of(receive(channel, max(0.0, deadline - time.monotonic())))
@@ -262,8 +272,9 @@ class RelayLink:
     # -- fork ------------------------------------------------------------------------
 
     def _forget_inherited(self) -> None:
-        """In a forked child: close the inherited sockets' descriptors (no byte written:
-        they are the parent's) and start from nothing."""
+        """In a forked child, or once gevent has patched the standard library: close the
+        sockets' descriptors (no byte written: in a child they are the parent's) and start
+        from nothing, with locks of the threading there is now."""
         for channel in [self._session, *self._idle]:
             if channel is not None:
                 channel.close()
@@ -288,10 +299,7 @@ def _value_of(answer: dict[str, Any]) -> Any:
 
 def _wake(channel: Channel) -> None:
     """Make the keeper's wait on `channel` return (it then sees the end; so does the relay)."""
-    try:
-        shut(channel.fileno())
-    except (OSError, ValueError):
-        pass  # closed already
+    channel.shut()
 
 
 def relay_status(place: RelayPlace, timeout: float) -> dict[str, Any]:

@@ -22,7 +22,6 @@ import signal
 import socket
 import threading
 import time
-from multiprocessing.connection import Connection as Channel
 from typing import Any, Callable
 
 from ..connection.session import NotConnectedError
@@ -35,7 +34,7 @@ from ..threads.worker_pool import WorkerPool
 from .hangups import HangupWatch
 from .place import RelayPlace
 from .seats import Seat, SeatKey
-from .wire import HANDSHAKE_TIMEOUT, RelayGone, admit, receive, send, shut
+from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, admit, receive, send, shut
 
 logger = logging.getLogger(__name__)
 
@@ -165,8 +164,7 @@ class Relay:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.place.socket_path)
         for channel in channels:
-            with contextlib.suppress(OSError, ValueError):
-                shut(channel.fileno())
+            channel.shut()
         for thread in [*self._threads, *channels.values()]:
             join_stopped(thread, HANDSHAKE_TIMEOUT, "relay thread")
         for session in sessions:

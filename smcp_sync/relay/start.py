@@ -2,8 +2,8 @@
 
 A worker that finds no relay takes `start.lock` (`fcntl.flock`, waited for within its
 timeout), looks again (another worker may have started one meanwhile), and only then
-starts ``smcp-sync agent-relay --detach`` (with the worker's interpreter): that process forks the relay into a session
-of its own (so a worker's exit or its process group's signals never reach it, and it
+starts ``smcp-sync agent-relay --detach`` (with the worker's interpreter: `interpreter`):
+that process forks the relay into a session of its own (so a worker's exit or its process group's signals never reach it, and it
 is no worker's child) and exits once the relay listens. The relay itself holds
 `relay.lock` while it runs, so a second one (started by hand) refuses to serve the same
 folder.
@@ -42,7 +42,7 @@ def start_relay(place: RelayPlace, timeout: float, options: tuple[str, ...] = ()
     place.prepare()
     with open(place.log_path, "ab", opener=lambda path, flags: place.open_private(place.log_path)) as log:
         launcher = subprocess.Popen(
-            [sys.executable, "-c", _COMMAND, "agent-relay", "--folder", str(place.folder), "--detach",
+            [interpreter(), "-c", _COMMAND, "agent-relay", "--folder", str(place.folder), "--detach",
              "--log-level", os.environ.get(LOG_LEVEL_VARIABLE, "WARNING"), *options],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, close_fds=True,
         )  # fmt: skip
@@ -54,6 +54,21 @@ def start_relay(place: RelayPlace, timeout: float, options: tuple[str, ...] = ()
             raise RelayStartError(f"the relay did not listen within {timeout:g}s (see {place.log_path})") from None
     if code != 0:
         raise RelayStartError(f"the relay could not start (exit {code}; see {place.log_path})")
+
+
+def interpreter() -> str:
+    """The Python this process runs, as a command: `sys.executable`, unless a host that
+    embeds Python set it to something outside this environment (uWSGI sets it to the
+    base interpreter, outside the virtualenv the app runs in), then ``python3`` of
+    `sys.prefix`, the environment's own."""
+    prefix = Path(sys.prefix)
+    if sys.executable and prefix in Path(sys.executable).parents:
+        return sys.executable
+    for name in (f"python{sys.version_info[0]}.{sys.version_info[1]}", "python3", "python"):
+        candidate = prefix / "bin" / name
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return sys.executable
 
 
 def starting(place: RelayPlace, timeout: float) -> contextlib.AbstractContextManager[None]:

@@ -1,12 +1,12 @@
 """Messages between a worker and its relay: JSON objects over one local socket each way.
 
-Why JSON and `multiprocessing.connection`: the standard library gives length-prefixed
-messages (`send_bytes` / `recv_bytes`) over AF_UNIX and the HMAC challenge both ends
-answer with the shared key (`deliver_challenge` / `answer_challenge`); JSON, never
-pickle, keeps a message from running code on the other side. Every wait is bounded:
-the sockets carry a receive and send timeout (`SO_RCVTIMEO` / `SO_SNDTIMEO`) for the
-handshake and for a message once its first byte has come; waits for a message to start
-use `poll(timeout)`.
+Why a `Channel` of our own over a `socket.socket`: each message is one length-prefixed
+frame, written with one `sendall` and most often read with one `recv`, and the socket is
+whatever `socket.socket` is when it is made, so under gevent (made after patching) every
+wait on it yields to the hub instead of blocking it. JSON, never pickle, keeps a message
+from running code on the other side. Both ends prove the shared key before anything
+else (an HMAC challenge each way, `_prove_both_ways`). Every wait is bounded: a message's
+start by the caller's timeout, its rest and the handshake by `HANDSHAKE_TIMEOUT`.
 
 Requests (worker -> relay) are ``{"op": ...}``; answers ``{"ok": value}`` or
 ``{"error": <flat SMCP error>, "kind": "not_connected"?}``; pushes on a worker's session
@@ -15,18 +15,24 @@ socket ``{"push": "notify" | "rejoined" | "rejoin_failed", "seat": [...], ...}``
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import socket
 import struct
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
 
 #: Seconds the handshake, and the rest of a message once it has started, may take.
 HANDSHAKE_TIMEOUT = 10.0
 #: The longest message either end accepts (a Server's own limit is far below it).
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+_HEADER = struct.Struct("!I")
+_NONCE_BYTES = 32
+_READ_BYTES = 65536
+#: A send to a closed socket raises EPIPE, without SIGPIPE (a host may not ignore it; Linux).
+_NO_SIGPIPE = getattr(socket, "MSG_NOSIGNAL", 0)
+_DIGEST = "sha256"
 
 
 class RelayGone(ConnectionError):
@@ -39,24 +45,85 @@ class RelayGone(ConnectionError):
         self.unread = unread
 
 
+class Channel:
+    """One connected socket carrying frames (a 4-byte length, then the bytes). Not
+    thread-safe: one reader and one writer at a time (`link` and `process` see to it)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = bytearray()
+        self._seconds = sock.gettimeout()
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def shut(self) -> None:
+        """Shut the socket down both ways: a thread reading it returns, the other end sees the end."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed or shut already
+
+    def send_frame(self, data: bytes) -> None:
+        self._timeout(HANDSHAKE_TIMEOUT)
+        if len(data) < _READ_BYTES:
+            self._sock.sendall(_HEADER.pack(len(data)) + data, _NO_SIGPIPE)  # one write for the usual message
+        else:
+            self._sock.sendall(_HEADER.pack(len(data)), _NO_SIGPIPE)
+            self._sock.sendall(data, _NO_SIGPIPE)
+
+    def receive_frame(self, timeout: float | None, limit: int = MAX_MESSAGE_BYTES) -> bytes:
+        """The next frame; waits at most `timeout` seconds for it to start (None: until one
+        comes), then at most `HANDSHAKE_TIMEOUT` for each later part of it."""
+        if not self._buffer:
+            self._timeout(timeout)
+            self._fill()
+        while True:
+            if len(self._buffer) >= _HEADER.size:
+                (length,) = _HEADER.unpack_from(self._buffer)
+                if length > limit:
+                    raise ValueError(f"a message of {length} bytes, over the limit of {limit}")
+                end = _HEADER.size + length
+                if len(self._buffer) >= end:
+                    frame = bytes(self._buffer[_HEADER.size : end])
+                    del self._buffer[:end]
+                    return frame
+            self._timeout(HANDSHAKE_TIMEOUT)
+            self._fill()
+
+    def _fill(self) -> None:
+        chunk = self._sock.recv(_READ_BYTES)
+        if not chunk:
+            raise EOFError("closed by the other end")
+        self._buffer += chunk
+
+    def _timeout(self, seconds: float | None) -> None:
+        if seconds != self._seconds:
+            self._sock.settimeout(seconds)
+            self._seconds = seconds
+
+
 def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def send(connection: Connection, message: dict[str, Any]) -> None:
+def send(channel: Channel, message: dict[str, Any]) -> None:
     try:
-        connection.send_bytes(encode(message))
+        channel.send_frame(encode(message))
     except (OSError, ValueError) as exc:  # ValueError: closed on our side meanwhile
         raise RelayGone(f"the relay socket is closed ({exc})", unread=_unread(exc)) from None
 
 
-def receive(connection: Connection, timeout: float | None) -> dict[str, Any]:
+def receive(channel: Channel, timeout: float | None) -> dict[str, Any]:
     """The next message; waits at most `timeout` seconds for it to start (None: until one
-    comes or the socket closes; the rest of it is bounded by the socket's timeout)."""
+    comes or the socket closes; the rest of it is bounded by `HANDSHAKE_TIMEOUT`)."""
     try:
-        if not connection.poll(None if timeout is None else max(0.0, timeout)):
-            raise RelayGone(f"no message within {timeout:g}s")
-        data = connection.recv_bytes(MAX_MESSAGE_BYTES)
+        data = channel.receive_frame(None if timeout is None else max(0.0, timeout))
+    except TimeoutError:
+        raise RelayGone(f"no message within {timeout:g}s") from None
     except (EOFError, OSError, ValueError) as exc:
         raise RelayGone(f"the relay socket is closed ({exc or type(exc).__name__})", unread=_unread(exc)) from None
     message = json.loads(data)
@@ -69,49 +136,63 @@ def _unread(exc: BaseException) -> bool:
     return isinstance(exc, (BrokenPipeError, ConnectionResetError))
 
 
-def bound(sock: socket.socket, seconds: float) -> None:
-    """Receive and send time out after `seconds` (0: never) on a blocking socket."""
-    whole = int(seconds)
-    value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-
-
-def dial(path: str, authkey: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> Connection:
+def dial(path: str, authkey: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> Channel:
     """Connect to the relay at `path` and prove the key both ways. Raises `RelayGone` when
     nothing listens there and `AuthenticationError` when the key is refused."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        bound(sock, timeout)
+        sock.settimeout(timeout)
         sock.connect(path)
     except OSError as exc:
         sock.close()
         raise RelayGone(f"no relay listens at {path} ({exc.strerror or exc})") from None
-    connection = Connection(sock.detach())
+    channel = Channel(sock)
     try:
-        answer_challenge(connection, authkey)
-        deliver_challenge(connection, authkey)
+        _prove_both_ways(channel, authkey, challenge_first=False)
     except AuthenticationError:
-        connection.close()
+        channel.close()
         raise
-    except (EOFError, OSError) as exc:
-        connection.close()
+    except (EOFError, OSError, ValueError) as exc:
+        channel.close()
         raise RelayGone(f"the relay at {path} closed the connection during the handshake ({exc})") from None
-    return connection
+    return channel
 
 
-def admit(sock: socket.socket, authkey: bytes) -> Connection | None:
-    """The relay's side of `dial` on an accepted socket: the Connection once the worker
+def admit(sock: socket.socket, authkey: bytes) -> Channel | None:
+    """The relay's side of `dial` on an accepted socket: the Channel once the worker
     has proved the key, or None (the socket closed) when it did not in time."""
-    bound(sock, HANDSHAKE_TIMEOUT)
-    connection = Connection(sock.detach())
+    channel = Channel(sock)
     try:
-        deliver_challenge(connection, authkey)
-        answer_challenge(connection, authkey)
-    except (AuthenticationError, EOFError, OSError):
-        connection.close()
+        _prove_both_ways(channel, authkey, challenge_first=True)
+    except (AuthenticationError, EOFError, OSError, ValueError):
+        channel.close()
         return None
-    return connection
+    return channel
+
+
+def _prove_both_ways(channel: Channel, authkey: bytes, *, challenge_first: bool) -> None:
+    """Each end sends a random nonce and checks the other's HMAC of it under the shared
+    key; the relay challenges first. `AuthenticationError` if the other end's is wrong."""
+    steps = (_challenge, _answer) if challenge_first else (_answer, _challenge)
+    for step in steps:
+        step(channel, authkey)
+
+
+def _challenge(channel: Channel, authkey: bytes) -> None:
+    nonce = os.urandom(_NONCE_BYTES)
+    channel.send_frame(nonce)
+    expected = hmac.new(authkey, nonce, _DIGEST).digest()
+    if not hmac.compare_digest(channel.receive_frame(HANDSHAKE_TIMEOUT, limit=256), expected):
+        channel.send_frame(b"refused")
+        raise AuthenticationError("the other end does not have the relay's key")
+    channel.send_frame(b"welcome")
+
+
+def _answer(channel: Channel, authkey: bytes) -> None:
+    nonce = channel.receive_frame(HANDSHAKE_TIMEOUT, limit=256)
+    channel.send_frame(hmac.new(authkey, nonce, _DIGEST).digest())
+    if channel.receive_frame(HANDSHAKE_TIMEOUT, limit=256) != b"welcome":
+        raise AuthenticationError("the other end refused this process's key")
 
 
 def shut(fileno: int) -> None:

@@ -11,6 +11,12 @@ order, before the child's code goes on: it replaces its locks, forgets the threa
 the work of the parent, and makes what belongs to the parent unusable, never closing or
 writing it in a way the parent would notice (docs/ARCHITECTURE.md, Fork and gevent).
 
+gevent: an object made before `gevent.monkey.patch_all()` holds the operating system's
+locks, which block gevent's hub (`gevent_order`). Such objects that may be used after it
+(a relay Agent made at import by a `--preload`ed app, in a gevent worker) are renewed by
+`renew_made_before_patching()`: their hooks run once more, now that `threading` is
+gevent's, so what they make next is gevent's too.
+
 Hooks are held weakly (`weakref.WeakMethod`): registering keeps nothing alive, and a dead
 object's hook drops out. No lock guards the registry: a dict's single operations are
 atomic, and a lock held by another thread at the fork would block the child's hooks.
@@ -22,11 +28,15 @@ import itertools
 import logging
 import os
 import weakref
-from typing import Callable
+from typing import Callable, Iterable
+
+from .gevent_order import stdlib_patched
 
 logger = logging.getLogger(__name__)
 
 _hooks: dict[int, weakref.WeakMethod[Callable[[], None]]] = {}
+#: The keys of the hooks registered before gevent patched the standard library.
+_made_before_patching: set[int] = set()
 _keys = itertools.count()
 _parent_pid = os.getpid()
 
@@ -35,7 +45,22 @@ def after_fork_in_child(method: Callable[[], None]) -> None:
     """Call the bound `method` in each child forked while its object lives (in the child,
     on the thread that forked, before `os.fork()` returns there)."""
     key = next(_keys)
-    _hooks[key] = weakref.WeakMethod(method, lambda _: _hooks.pop(key, None))
+    _hooks[key] = weakref.WeakMethod(method, lambda _: _forget(key))
+    if not stdlib_patched():
+        _made_before_patching.add(key)
+
+
+def _forget(key: int) -> None:
+    _hooks.pop(key, None)
+    _made_before_patching.discard(key)
+
+
+def renew_made_before_patching() -> None:
+    """Once gevent has patched the standard library: run, once, the hooks of the objects
+    made before it (module doc). Only for objects not used since the patching."""
+    keys = sorted(_made_before_patching)
+    _made_before_patching.clear()
+    _call([_hooks.get(key) for key in keys])
 
 
 def parent_pid() -> int:
@@ -47,8 +72,12 @@ def parent_pid() -> int:
 def _run_hooks() -> None:
     global _parent_pid
     _parent_pid = os.getppid()
-    for ref in list(_hooks.values()):
-        method = ref()
+    _call(list(_hooks.values()))
+
+
+def _call(refs: Iterable[weakref.WeakMethod[Callable[[], None]] | None]) -> None:
+    for ref in refs:
+        method = None if ref is None else ref()
         if method is None:
             continue
         try:

@@ -8,13 +8,11 @@ interrupt button is how a notebook user stops a call: the tool must stop too (is
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
-import threading
 
 import pytest
 from mcp_servers import logged_lines, tool_server_config
+from notebook_parts import run_interrupted
 from office_parts import connected_computer, serving
 
 from smcp_sync.server import SMCPServer
@@ -83,24 +81,8 @@ print(json.dumps(notes))
 def test_a_kernel_interrupt_during_a_call_cancels_it_on_the_mcp_server(no_leaks, tmp_path):
     logs = {"SMCP_TEST_STARTED_LOG": tmp_path / "started.log", "SMCP_TEST_CANCEL_LOG": tmp_path / "cancelled.log"}
     with serving() as server, connected_computer("c1", [tool_server_config(logs)], server.url, "office-nb", timeout=20):
-        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(INTERRUPTED_CELL.format(url=server.url))])
-        client = nbclient.NotebookClient(notebook, timeout=90, kernel_name="python3")
-
-        def interrupt_once_started() -> None:
-            if logged_lines(logs["SMCP_TEST_STARTED_LOG"], timeout=60):
-                interrupted = client.km.interrupt_kernel()  # the notebook's interrupt button
-                if inspect.isawaitable(interrupted):  # an AsyncKernelManager's
-                    asyncio.run(interrupted)
-
-        interrupter = threading.Thread(target=interrupt_once_started, name="kernel-interrupter")
-        interrupter.start()
-        try:
-            client.execute()
-        finally:
-            interrupter.join(70)
+        [note] = run_interrupted(INTERRUPTED_CELL.format(url=server.url), logs["SMCP_TEST_STARTED_LOG"])
         cancelled = logged_lines(logs["SMCP_TEST_CANCEL_LOG"])
 
-    [output] = [o for o in notebook.cells[0].outputs if o.output_type == "stream" and o.name == "stdout"]
-    [note] = json.loads(output.text)
     assert note.startswith("smcp_sync: tool call 'sleep' on computer 'c1' (req_id ") and note.endswith("cancel sent")
     assert [line.split()[0] for line in cancelled] == ["cancelled"]

@@ -1,0 +1,80 @@
+"""The relay's wire on real socket pairs: frames of every size arrive whole and in order,
+a closed or silent peer and an oversized frame are `RelayGone`, and the handshake admits
+the key and refuses another (wire.py)."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+from multiprocessing import AuthenticationError
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from smcp_sync.relay.wire import Channel, RelayGone, admit, dial, receive, send
+
+KEY = b"k" * 32
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[Channel, Channel]]:
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ends = Channel(left), Channel(right)
+    yield ends
+    for end in ends:
+        end.close()
+
+
+def test_messages_small_and_large_arrive_whole_and_in_order(pair: tuple[Channel, Channel]) -> None:
+    writer, reader = pair
+    messages = [{"n": 1}, {"text": "é" * 200_000}, {"n": 3}]  # the large one is read in several parts
+    sender = threading.Thread(target=lambda: [send(writer, m) for m in messages])
+    sender.start()
+    assert [receive(reader, 10) for _ in messages] == messages
+    sender.join(10)
+
+
+def test_a_closed_peer_a_silent_one_and_an_oversized_frame_are_relay_gone(pair: tuple[Channel, Channel]) -> None:
+    writer, reader = pair
+    with pytest.raises(RelayGone, match="no message within 0.05s"):
+        receive(reader, 0.05)
+    writer.send_frame(b"x" * 300)
+    with pytest.raises(ValueError, match="a message of 300 bytes, over the limit of 256"):
+        reader.receive_frame(1, limit=256)
+    writer.close()
+    with pytest.raises(RelayGone) as gone:
+        send(reader, {"op": "status"})
+    assert gone.value.unread  # EPIPE: the peer read none of it
+
+
+def test_the_handshake_admits_the_key_and_refuses_another() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="wire-", dir="/tmp"))
+    path = str(folder / "s")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(2)
+    admitted: list[Channel | None] = []
+
+    def accept_two() -> None:
+        for _ in range(2):
+            accepted, _ = listener.accept()
+            admitted.append(admit(accepted, KEY))
+
+    acceptor = threading.Thread(target=accept_two)
+    acceptor.start()
+    try:
+        worker = dial(path, KEY, 5)
+        with pytest.raises(AuthenticationError):
+            dial(path, b"another key" * 3, 5)
+        acceptor.join(10)
+        assert admitted[0] is not None and admitted[1] is None
+        send(worker, {"op": "hello"})
+        assert receive(admitted[0], 5) == {"op": "hello"}
+        worker.close()
+        admitted[0].close()
+    finally:
+        listener.close()
+        (folder / "s").unlink()
+        folder.rmdir()
