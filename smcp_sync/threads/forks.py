@@ -17,8 +17,10 @@ locks, which block gevent's hub (`gevent_order`). Such objects that may be used 
 `renew_made_before_patching()`: their hooks run once more, now that `threading` is
 gevent's, so what they make next is gevent's too.
 
-Hooks are held weakly (`weakref.WeakMethod`): registering keeps nothing alive, and a dead
-object's hook drops out. No lock guards the registry: a dict's single operations are
+Hooks are held weakly (a weak reference to the object beside its method's function):
+registering keeps nothing alive, and a dead object's hook drops out. Not
+`weakref.WeakMethod`: its callback fails when the interpreter exits while the object
+lives, one "Exception ignored" traceback per object on stderr (an Agent made at import). No lock guards the registry: a dict's single operations are
 atomic, and a lock held by another thread at the fork would block the child's hooks.
 """
 
@@ -34,7 +36,8 @@ from .gevent_order import stdlib_patched
 
 logger = logging.getLogger(__name__)
 
-_hooks: dict[int, weakref.WeakMethod[Callable[[], None]]] = {}
+#: Each hook: the object, weakly, and the function its bound method calls.
+_hooks: dict[int, tuple[weakref.ref[object], Callable[[object], None]]] = {}
 #: The keys of the hooks registered before gevent patched the standard library.
 _made_before_patching: set[int] = set()
 _keys = itertools.count()
@@ -45,14 +48,22 @@ def after_fork_in_child(method: Callable[[], None]) -> None:
     """Call the bound `method` in each child forked while its object lives (in the child,
     on the thread that forked, before `os.fork()` returns there)."""
     key = next(_keys)
-    _hooks[key] = weakref.WeakMethod(method, lambda _: _forget(key))
+    owner: object = getattr(method, "__self__")
+    _hooks[key] = (weakref.ref(owner, _forgetting(key)), getattr(method, "__func__"))
     if not stdlib_patched():
         _made_before_patching.add(key)
 
 
-def _forget(key: int) -> None:
-    _hooks.pop(key, None)
-    _made_before_patching.discard(key)
+def _forgetting(key: int) -> Callable[[object], None]:
+    """The callback that drops hook `key` once its object is gone; it holds the registry
+    itself, as the module's globals may already be cleared when it runs at exit."""
+    hooks, made_before_patching = _hooks, _made_before_patching
+
+    def forget(_: object) -> None:
+        hooks.pop(key, None)
+        made_before_patching.discard(key)
+
+    return forget
 
 
 def renew_made_before_patching() -> None:
@@ -75,15 +86,15 @@ def _run_hooks() -> None:
     _call(list(_hooks.values()))
 
 
-def _call(refs: Iterable[weakref.WeakMethod[Callable[[], None]] | None]) -> None:
-    for ref in refs:
-        method = None if ref is None else ref()
-        if method is None:
+def _call(hooks: Iterable[tuple[weakref.ref[object], Callable[[object], None]] | None]) -> None:
+    for hook in hooks:
+        owner = None if hook is None else hook[0]()
+        if hook is None or owner is None:
             continue
         try:
-            method()
+            hook[1](owner)
         except Exception:  # one object's failure must not leave the others the parent's
-            logger.exception("after-fork hook %r failed", method)
+            logger.exception("after-fork hook %s of %r failed", hook[1].__qualname__, owner)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
