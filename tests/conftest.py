@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -89,6 +90,15 @@ TESTS = Path(__file__).resolve().parent
 
 #: Tests skipped by each switch in this session, by mark (the summary line says so).
 _SKIPPED_BY_SHARE: Counter[str] = Counter()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a user's terminal sends it: a shell's background job, and some of tox's
+    parallel environments, start pytest with SIGINT ignored, which every child inherits
+    (Python then installs no KeyboardInterrupt for it), and the tests that interrupt a
+    CLI child, a kernel or this process would wait out their timeouts."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
