@@ -236,7 +236,7 @@ def test_the_two_commands_are_what_they_say() -> None:
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(REPO / ".ci" / "run")], timeout=30).returncode == 0
     assert "python3 -m venv .venv-tox" in script and "'tox>=" in script
-    assert "tox run-parallel --parallel 2" in script
+    assert "tox run-parallel --parallel 3" in script
     tox = configparser.ConfigParser()
     tox.read(REPO / "tox.ini")
     assert [env.strip() for env in tox["tox"]["envlist"].split(",")] == ["py313", "py310", "py311", "py312", "lowest"]
