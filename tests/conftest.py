@@ -101,6 +101,18 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def sigint_as_found() -> Iterator[None]:
+    """Each test leaves SIGINT's handler as it found it: a python-socketio or engineio
+    client made in the main thread without handle_sigint=False installs one of its own
+    for the rest of the process (it disconnects every client first), and a later test
+    that interrupts this process would wait on it."""
+    handler = signal.getsignal(signal.SIGINT)
+    yield
+    if signal.getsignal(signal.SIGINT) is not handler and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handler)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         _mark_by_path(item)

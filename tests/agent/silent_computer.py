@@ -25,7 +25,7 @@ class SilentComputer:
         self.received: list[tuple[str, Any]] = []
         self.changed = threading.Condition()
         self._release = threading.Event()
-        self._sio = socketio.Client(reconnection=False)
+        self._sio = socketio.Client(handle_sigint=False, reconnection=False)
         for event in sorted(events.CLIENT_EVENTS):
             self._sio.on(event, self._holder(event), namespace=NAMESPACE)
 

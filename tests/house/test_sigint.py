@@ -24,3 +24,15 @@ def test_a_session_started_with_sigint_ignored_gets_it_back() -> None:
         cwd=REPO, capture_output=True, text=True, timeout=100,
     )  # fmt: skip
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+
+
+
+def test_a_test_may_install_a_sigint_handler_of_its_own() -> None:
+    """As python-socketio's client does when made in the main thread without
+    handle_sigint=False (for the rest of the process); tests/conftest.py's
+    `sigint_as_found` puts Python's back after the test (the next one checks)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+
+
+def test_the_next_test_finds_sigint_as_python_handles_it() -> None:
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
