@@ -34,7 +34,7 @@ from ..threads.worker_pool import WorkerPool
 from .hangups import HangupWatch
 from .place import RelayPlace
 from .seats import Seat, SeatKey
-from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, admit, receive, send, shut
+from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, admit, receive, send
 
 logger = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class Relay:
         self._stopped.set()
         if self._listener is not None:
             with contextlib.suppress(OSError):
-                shut(self._listener.fileno())
+                self._listener.shutdown(socket.SHUT_RDWR)  # the accepting thread returns
             self._listener.close()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.place.socket_path)

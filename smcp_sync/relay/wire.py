@@ -193,13 +193,3 @@ def _answer(channel: Channel, authkey: bytes) -> None:
     channel.send_frame(hmac.new(authkey, nonce, _DIGEST).digest())
     if channel.receive_frame(HANDSHAKE_TIMEOUT, limit=256) != b"welcome":
         raise AuthenticationError("the other end refused this process's key")
-
-
-def shut(fileno: int) -> None:
-    """Shut the socket behind `fileno` down both ways: a thread waiting on it (reading,
-    accepting) returns, and the other end sees the end."""
-    sock = socket.socket(fileno=os.dup(fileno))
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    finally:
-        sock.close()
