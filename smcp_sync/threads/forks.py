@@ -20,8 +20,9 @@ gevent's, so what they make next is gevent's too.
 Hooks are held weakly (a weak reference to the object beside its method's function):
 registering keeps nothing alive, and a dead object's hook drops out. Not
 `weakref.WeakMethod`: its callback fails when the interpreter exits while the object
-lives, one "Exception ignored" traceback per object on stderr (an Agent made at import). No lock guards the registry: a dict's single operations are
-atomic, and a lock held by another thread at the fork would block the child's hooks.
+lives, one "Exception ignored" traceback per object on stderr (an Agent made at import).
+No lock guards the registry: a dict's single operations are atomic, and a lock held by
+another thread at the fork would block the child's hooks.
 """
 
 from __future__ import annotations
@@ -30,14 +31,21 @@ import itertools
 import logging
 import os
 import weakref
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from .gevent_order import stdlib_patched
 
 logger = logging.getLogger(__name__)
 
-#: Each hook: the object, weakly, and the function its bound method calls.
-_hooks: dict[int, tuple[weakref.ref[object], Callable[[object], None]]] = {}
+
+class _Hook(NamedTuple):
+    """A bound method held weakly: its object, and the function it calls."""
+
+    owner: weakref.ref[object]
+    function: Callable[[object], None]
+
+
+_hooks: dict[int, _Hook] = {}
 #: The keys of the hooks registered before gevent patched the standard library.
 _made_before_patching: set[int] = set()
 _keys = itertools.count()
@@ -49,7 +57,7 @@ def after_fork_in_child(method: Callable[[], None]) -> None:
     on the thread that forked, before `os.fork()` returns there)."""
     key = next(_keys)
     owner: object = getattr(method, "__self__")
-    _hooks[key] = (weakref.ref(owner, _forgetting(key)), getattr(method, "__func__"))
+    _hooks[key] = _Hook(weakref.ref(owner, _forgetting(key)), getattr(method, "__func__"))
     if not stdlib_patched():
         _made_before_patching.add(key)
 
@@ -86,15 +94,15 @@ def _run_hooks() -> None:
     _call(list(_hooks.values()))
 
 
-def _call(hooks: Iterable[tuple[weakref.ref[object], Callable[[object], None]] | None]) -> None:
+def _call(hooks: Iterable[_Hook | None]) -> None:
     for hook in hooks:
-        owner = None if hook is None else hook[0]()
+        owner = None if hook is None else hook.owner()
         if hook is None or owner is None:
             continue
         try:
-            hook[1](owner)
+            hook.function(owner)
         except Exception:  # one object's failure must not leave the others the parent's
-            logger.exception("after-fork hook %s of %r failed", hook[1].__qualname__, owner)
+            logger.exception("after-fork hook %s of %r failed", hook.function.__qualname__, owner)
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork

@@ -57,4 +57,4 @@ def test_a_hook_runs_in_the_child_while_its_object_lives_and_drops_out_after() -
     assert forked_child_wrote(read, write) == b"ran"
     del owner
     gc.collect()
-    assert [hook for hook in forks._hooks.values() if hook[1] is Owner.after_fork] == []
+    assert [hook for hook in forks._hooks.values() if hook.function is Owner.after_fork] == []
