@@ -1005,8 +1005,8 @@ class StoppableRedisManager(socketio.RedisManager):
         for message in super()._listen():
             if self._closing.is_set():
                 raise _ListenerClosed
-            if probe in (message.encode() if isinstance(message, str) else message):  # str if decoded
-                self.listening.set()
+            if not self.listening.is_set() and probe in (message.encode() if isinstance(message, str) else message):
+                self.listening.set()  # (a str if decoded) once heard, messages are no longer searched
                 continue
             yield message
 
