@@ -57,7 +57,7 @@ def test_preloaded_sync_workers_get_the_fork_error_at_once(tmp_path):
         command = [sys.executable, "-m", "gunicorn", "--preload", "-w", "2", "-k", "sync",
                    "--bind", "127.0.0.1:0", "--timeout", "60", "app:application"]  # fmt: skip
         host = HostProcess(command, tmp_path, r"Listening at: (http://127\.0\.0\.1:\d+)",
-                           {"SMCP_URL": server.url, "SMCP_OFFICE": OFFICE})  # fmt: skip
+                           {"SMCP_URL": server.url, "SMCP_OFFICE": OFFICE}, workers=2)  # fmt: skip
         try:
             answers = [get(f"{host.url}/call/{n}") for n in range(6)]
         finally:
