@@ -5,7 +5,7 @@ crashes) where the test needs answers a correct Server never gives."""
 from __future__ import annotations
 
 import logging
-import select
+import queue
 import signal
 import subprocess
 import sys
@@ -318,6 +318,10 @@ def unused_port() -> int:
 
 
 class _ChildServer:
+    """The raw server as a child process; its stdout read by a thread of the test into a
+    queue (a `select` on the pipe before each `readline` misses a line that the previous
+    `readline` already took into the file's buffer: two lines arriving together)."""
+
     def __init__(self, port: int, *options: str):
         self._stderr = tempfile.TemporaryFile("w+")
         self.process = subprocess.Popen(
@@ -326,18 +330,28 @@ class _ChildServer:
             stderr=self._stderr,
             text=True,
         )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, name="raw-server-child-stdout", daemon=True)
+        self._reader.start()
         self.url = self.next_line()
 
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self._lines.put(line.strip())
+        self._lines.put(None)  # the child ended
+
     def next_line(self, timeout: float = 30) -> str:  # a bound on a child start-up (15 s was exceeded under load)
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-        if not ready:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
             if self.process.poll() is None:  # where it is stuck, on its stderr, before it goes
                 self.process.send_signal(signal.SIGABRT)
                 self.process.wait(5)
             errors = self._errors()
             self.kill()
-            raise AssertionError(f"raw server child printed nothing within {timeout}s; its stderr: {errors}")
-        return self.process.stdout.readline().strip()
+            raise AssertionError(f"raw server child printed nothing within {timeout}s; its stderr: {errors}") from None
+        assert line is not None, f"raw server child ended (exit {self.process.poll()}); its stderr: {self._errors()}"
+        return line
 
     def _errors(self) -> str:
         self._stderr.seek(0)
@@ -352,6 +366,7 @@ class _ChildServer:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(5)
+        self._reader.join(5)  # at the pipe's end, which the child's exit closes
         self.process.stdout.close()
         self._stderr.close()
 
