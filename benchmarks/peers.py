@@ -7,14 +7,15 @@ read the Server's RSS and threads without the clients' own.
 
 Roles:
 
-* ``smcp-server [--redis URL] [--options JSON] [--observability off|on]``:
+* ``smcp-server [--redis URL] [--options JSON] [--observability off|on|SET]``:
   `SMCPServer(**options).start()` (werkzeug, threading mode; the fields of
   `ServerLimits` among the options are its `limits`) on 127.0.0.1:0, without the
   per-address cap (every client of a benchmark comes from 127.0.0.1); with ``--redis`` a
   node of a scale-out sharing that Redis; ``--observability off``: no metrics and no
   audit trail, ``on``: metrics and the audit trail written as JSON lines (to
-  /dev/null: the cost of making and formatting each record, not of a disk), else the
-  default (metrics, the audit logger left off);
+  /dev/null: the cost of making and formatting each record, not of a disk), or a
+  comma-separated set of ``metrics``, ``audit``, ``tracing`` (the routing spans), else
+  the default (metrics, the audit logger left off);
 * ``smcp-serve --threads N [--mode M --connections C] --options JSON``:
   `SMCPServer(**options).serve()` (gunicorn, gthread or gevent: a master, whose pid the
   ready line gives, and one worker process);
@@ -23,7 +24,15 @@ Roles:
 * ``computer --url U --office O --name N --mcp-config JSON``: a `Computer` joined to O,
   with one MCP server config or a list of them (JSON);
 * ``idle-agents --url U --count N --prefix P``: N Agents, each joined to its own office,
-  then idle.
+  then idle;
+* ``callers --url U --office O --computer C --threads T --calls N``: an Agent joined to
+  O, one warm call, then T threads making N echo calls each on C; prints ``ready``, then
+  ``done`` with every latency and the seconds all took.
+
+``--tracing`` (``smcp-server``, ``computer``, ``callers``): OpenTelemetry's SDK tracer
+provider set in that process, its spans batched and exported to nowhere
+(`install_tracing`): what making, carrying and batching spans costs, not an exporter's
+network.
 
 Each prints one JSON line ``{"event": "ready", ...}`` when it is up, then waits; EOF on
 stdin (or SIGTERM) makes it close everything and exit. Logs go to stderr.
@@ -66,6 +75,22 @@ def wait_for_stop() -> None:
         pass
 
 
+def install_tracing() -> None:
+    """The tracing extra's SDK as an application sets it up, with an exporter that drops
+    what its batch hands it."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Discard(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Discard()))
+    trace.set_tracer_provider(provider)
+
+
 def run_smcp_server(args: argparse.Namespace) -> None:
     from smcp_sync.server import RedisOptions, SMCPServer
 
@@ -73,7 +98,7 @@ def run_smcp_server(args: argparse.Namespace) -> None:
     if args.redis:
         options["redis"] = RedisOptions(args.redis)
     if args.observability is not None:
-        options["observability"] = _observability(args.observability == "on")
+        options["observability"] = _observability(args.observability)
     server = SMCPServer(**options)
     url = server.start()
     emit({"event": "ready", "url": url, "pid": os.getpid()})
@@ -91,15 +116,24 @@ def _keywords(options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "limits": ServerLimits(**limits)}
 
 
-def _observability(on: bool) -> Any:
-    """Metrics and the audit trail (JSON lines to /dev/null) when `on`; neither (nor the
-    routing spans' check) when not."""
+#: What ``--observability`` may name, besides ``off`` and ``on`` (metrics and the audit trail).
+OBSERVED = ("metrics", "audit", "tracing")
+
+
+def _observability(choice: str) -> Any:
+    """The Server's `Observability` from ``--observability``: ``off`` (no metrics, no
+    audit trail, not even the routing spans' check), ``on`` (metrics and the audit trail
+    as JSON lines to /dev/null), or a comma-separated set of `OBSERVED`."""
     from smcp_sync.server.observability import AuditOptions, Observability
 
-    if not on:
-        return Observability(metrics=False, audit=None, tracing=False)
-    audit_to_devnull()
-    return Observability(metrics=True, audit=AuditOptions())
+    presets = {"off": set(), "on": {"metrics", "audit", "tracing"}}
+    chosen = presets[choice] if choice in presets else set(choice.split(","))
+    unknown = chosen - set(OBSERVED)
+    if unknown:
+        raise SystemExit(f"--observability: unknown {sorted(unknown)}; choose off, on or from {OBSERVED}")
+    if "audit" in chosen:
+        audit_to_devnull()
+    return Observability(metrics="metrics" in chosen, audit=AuditOptions() if "audit" in chosen else None, tracing="tracing" in chosen)
 
 
 def audit_to_devnull() -> None:
@@ -163,6 +197,34 @@ def run_computer(args: argparse.Namespace) -> None:
         computer.close()
 
 
+def run_callers(args: argparse.Namespace) -> None:
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from smcp_sync.agent import Agent
+    from smcp_sync.connection.session import ReconnectPolicy
+
+    with Agent("bench-callers", reconnect=ReconnectPolicy(enabled=False)) as agent:
+        agent.connect(args.url, timeout=30)
+        agent.join_office(args.office, timeout=30)
+
+        def calls(thread: int) -> list[float]:
+            latencies = []
+            for n in range(args.calls):
+                started = time.perf_counter()
+                agent.call_tool(args.computer, "echo", {"text": f"t{thread}c{n}"}, timeout=30)
+                latencies.append(time.perf_counter() - started)
+            return latencies
+
+        agent.call_tool(args.computer, "echo", {"text": "warm"}, timeout=30)
+        emit({"event": "ready", "pid": os.getpid()})
+        began = time.perf_counter()
+        with ThreadPoolExecutor(args.threads) as pool:
+            done = list(pool.map(calls, range(args.threads)))
+        seconds = time.perf_counter() - began
+        emit({"event": "done", "latencies": [value for mine in done for value in mine], "seconds": seconds})
+
+
 def run_idle_agents(args: argparse.Namespace) -> None:
     from smcp_sync.connection.session import ReconnectPolicy
 
@@ -189,7 +251,7 @@ def main() -> None:
     smcp_server.set_defaults(run=run_smcp_server)
     smcp_server.add_argument("--redis", help="share offices through this Redis (a scale-out node)")
     smcp_server.add_argument("--options", default="{}", help="SMCPServer keyword options (JSON)")
-    smcp_server.add_argument("--observability", choices=("off", "on"), help="metrics and audit trail off, or both on")
+    smcp_server.add_argument("--observability", help=f"off, on (metrics and the audit trail), or a comma-separated set of {OBSERVED}")
     roles.add_parser("raw-server").set_defaults(run=run_raw_server)
     serve = roles.add_parser("smcp-serve")
     serve.set_defaults(run=run_smcp_serve)
@@ -209,8 +271,18 @@ def main() -> None:
     computer.add_argument("--timeout", type=float, default=30.0, help="seconds to start the MCP servers and join")
     idle.add_argument("--count", type=int, required=True)
     idle.add_argument("--prefix", required=True)
+    callers = roles.add_parser("callers")
+    callers.set_defaults(run=run_callers)
+    for option in ("--url", "--office", "--computer"):
+        callers.add_argument(option, required=True)
+    callers.add_argument("--threads", type=int, default=1)
+    callers.add_argument("--calls", type=int, required=True, help="calls per thread")
+    for role in (smcp_server, computer, callers):
+        role.add_argument("--tracing", action="store_true", help="spans made and batched (install_tracing)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if getattr(args, "tracing", False):
+        install_tracing()
     args.run(args)
 
 

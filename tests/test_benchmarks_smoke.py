@@ -235,3 +235,29 @@ def test_a_short_routing_at_size_run_routes_every_call_on_every_server(tmp_path,
     ]
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
+
+
+@pytest.mark.once
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_a_short_observability_run_compares_every_figure_on_against_off(tmp_path, no_leaks):
+    """benchmarks/observability.py (its own script): a round of metrics and tracing on
+    against off, every figure measured on both sides (the tracing extra's SDK in the
+    Agent's, the Server's and the Computer's processes)."""
+    pytest.importorskip("opentelemetry.sdk", reason="the 'on' side traces (the tracing extra)")
+    argv = [sys.executable, "-m", "benchmarks.observability", "--rounds", "1", "--calls", "8"]
+    returncode, stdout, stderr, descendants = run_watching_descendants(argv, tmp_path, RUN_TIMEOUT)
+    assert returncode == 0, stdout[-3000:] + stderr[-5000:]
+    ((title, rows),) = parse_tables("\n" + stdout).items()  # the report begins with its title
+    assert title.startswith("observability: metrics+tracing on against off (1 rounds")
+    assert [row["figure"] for row in rows] == [
+        "p50, 1 caller (ms)",
+        "p99, 1 caller (ms)",
+        "p50, 16 callers (ms)",
+        "calls/s, 16 callers",
+        "Server CPU per call, 16 callers (ms)",
+        "Computer CPU per call with its MCP server, 16 callers (ms)",
+    ]
+    for row in rows:
+        assert number(row["off (median)"]) > 0 and number(row["on (median)"]) > 0, row
+    survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not survivors, f"processes started by the benchmark still run: {survivors}"
