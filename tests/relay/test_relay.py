@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import os
 import random
+import select
 import signal
 import stat
 import subprocess
 import sys
+import uuid
 from multiprocessing import AuthenticationError
 from pathlib import Path
 from typing import Any
@@ -248,3 +250,48 @@ def test_an_interrupted_call_is_cancelled(office: Any, place: RelayPlace, logs: 
         wait_until(lambda: len(_lines(cancelled)) > before, 30, "the MCP server sees the cancel")
         wait_until(lambda: calls_in(place) == 0, 30, "the relay's call ends")
         assert agent.call_tool("c1", "tools__echo", {"text": "after"}, timeout=20).content[0].text == "after"
+
+
+def _tool_call(office: Any, tool: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """A relay `call` request for tool call `tool` on c1, written by hand."""
+    payload = {"agent": "agent", "req_id": uuid.uuid4().hex, "computer": "c1", "tool_name": tool, "params": params,
+               "timeout": 30}  # fmt: skip
+    return {"op": "call", "seat": [office.url, OFFICE, "agent"], "agent": "x", "event": events.TOOL_CALL,
+            "payload": payload, "timeout": timeout}  # fmt: skip
+
+
+def test_a_worker_that_stops_reading_holds_up_no_other_answer(office: Any, place: RelayPlace) -> None:
+    """Answers are written by the seat's Socket.IO thread, which never waits for a worker:
+    an answer larger than a socket's buffer, to a worker that reads nothing, leaves that
+    thread free for the other calls of the same seat."""
+    size = 400_000
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        stalled = dial(place.socket_path, place.authkey(), 10)
+        try:
+            send(stalled, {"op": "hello", "session": "stalled", "role": "requests"})
+            receive(stalled, 10)
+            send(stalled, _tool_call(office, "tools__big", {"size": size}, 30))
+            assert select.select([stalled], [], [], 30)[0], "no answer started"  # and nobody reads the rest
+            for n in range(20):
+                assert agent.call_tool("c1", "tools__echo", {"text": f"t{n}"}, timeout=20).content[0].text == f"t{n}"
+            answer = receive(stalled, 10)  # the rest, from a writer thread: whole
+            assert answer["ok"]["content"][0]["text"] == ("0123456789" * (size // 10))[:size]
+        finally:
+            stalled.close()
+
+
+def test_the_relay_answers_408_when_a_call_outlives_its_timeout(office: Any, place: RelayPlace) -> None:
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        channel = dial(place.socket_path, place.authkey(), 10)
+        try:
+            send(channel, {"op": "hello", "session": "probe", "role": "requests"})
+            receive(channel, 10)
+            send(channel, _tool_call(office, "tools__sleep", {"seconds": 2}, 0.3))
+            answer = receive(channel, 10)
+            assert answer["error"]["code"] == 408 and "no answer to client:tool_call within 0.3s" in answer["error"]["message"]
+            send(channel, {"op": "status"})  # the socket goes on
+            assert receive(channel, 10)["ok"]["calls"] == 0
+        finally:
+            channel.close()
