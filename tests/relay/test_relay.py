@@ -4,6 +4,7 @@ relay as a real detached process, workers as real processes (docs/hosts/relay.md
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
 import select
@@ -14,7 +15,7 @@ import sys
 import uuid
 from multiprocessing import AuthenticationError
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 import pytest
@@ -24,7 +25,7 @@ from smcp_sync.connection.session import NotConnectedError
 from smcp_sync.protocol import events
 from smcp_sync.relay.link import relay_status
 from smcp_sync.relay.place import RelayPlace, RelayPlaceError
-from smcp_sync.relay.wire import dial, receive, send
+from smcp_sync.relay.wire import Channel, dial, receive, send
 
 from .conftest import OFFICE, Worker, relays_of, running_relay, wait_until
 
@@ -252,6 +253,18 @@ def test_an_interrupted_call_is_cancelled(office: Any, place: RelayPlace, logs: 
         assert agent.call_tool("c1", "tools__echo", {"text": "after"}, timeout=20).content[0].text == "after"
 
 
+@contextlib.contextmanager
+def request_socket(place: RelayPlace, session: str) -> Iterator[Channel]:
+    """A request socket on the relay, made by hand as a worker's link makes one."""
+    channel = dial(place.socket_path, place.authkey(), 10)
+    try:
+        send(channel, {"op": "hello", "session": session, "role": "requests"})
+        assert "ok" in receive(channel, 10)
+        yield channel
+    finally:
+        channel.close()
+
+
 def _tool_call(office: Any, tool: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
     """A relay `call` request for tool call `tool` on c1, written by hand."""
     payload = {"agent": "agent", "req_id": uuid.uuid4().hex, "computer": "c1", "tool_name": tool, "params": params,
@@ -267,31 +280,21 @@ def test_a_worker_that_stops_reading_holds_up_no_other_answer(office: Any, place
     size = 400_000
     with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
         agent.connect(office.url, timeout=30)
-        stalled = dial(place.socket_path, place.authkey(), 10)
-        try:
-            send(stalled, {"op": "hello", "session": "stalled", "role": "requests"})
-            receive(stalled, 10)
+        with request_socket(place, "stalled") as stalled:
             send(stalled, _tool_call(office, "tools__big", {"size": size}, 30))
             assert select.select([stalled], [], [], 30)[0], "no answer started"  # and nobody reads the rest
             for n in range(20):
                 assert agent.call_tool("c1", "tools__echo", {"text": f"t{n}"}, timeout=20).content[0].text == f"t{n}"
             answer = receive(stalled, 10)  # the rest, from a writer thread: whole
             assert answer["ok"]["content"][0]["text"] == ("0123456789" * (size // 10))[:size]
-        finally:
-            stalled.close()
 
 
 def test_the_relay_answers_408_when_a_call_outlives_its_timeout(office: Any, place: RelayPlace) -> None:
     with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
         agent.connect(office.url, timeout=30)
-        channel = dial(place.socket_path, place.authkey(), 10)
-        try:
-            send(channel, {"op": "hello", "session": "probe", "role": "requests"})
-            receive(channel, 10)
+        with request_socket(place, "probe") as channel:
             send(channel, _tool_call(office, "tools__sleep", {"seconds": 2}, 0.3))
             answer = receive(channel, 10)
             assert answer["error"]["code"] == 408 and "no answer to client:tool_call within 0.3s" in answer["error"]["message"]
             send(channel, {"op": "status"})  # the socket goes on
             assert receive(channel, 10)["ok"]["calls"] == 0
-        finally:
-            channel.close()
