@@ -25,7 +25,7 @@ from smcp_sync.connection.session import NotConnectedError
 from smcp_sync.protocol import events
 from smcp_sync.relay.link import relay_status
 from smcp_sync.relay.place import RelayPlace, RelayPlaceError
-from smcp_sync.relay.wire import Channel, dial, receive, send
+from smcp_sync.relay.wire import Channel, RelayGone, dial, receive, send
 
 from .conftest import OFFICE, Worker, relays_of, running_relay, wait_until
 
@@ -298,3 +298,22 @@ def test_the_relay_answers_408_when_a_call_outlives_its_timeout(office: Any, pla
             assert answer["error"]["code"] == 408 and "no answer to client:tool_call within 0.3s" in answer["error"]["message"]
             send(channel, {"op": "status"})  # the socket goes on
             assert receive(channel, 10)["ok"]["calls"] == 0
+
+
+def test_a_request_before_the_answer_ends_the_socket_and_cancels_the_call(
+    office: Any, place: RelayPlace, logs: dict[str, Path]
+) -> None:
+    """A worker sends nothing while its call is under way (`link`); one that does is not
+    ours to trust: the relay ends the socket, and the call is cancelled as if it had died."""
+    started, cancelled = logs["SMCP_TEST_STARTED_LOG"], logs["SMCP_TEST_CANCEL_LOG"]
+    before = len(_lines(started)), len(_lines(cancelled))
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        with request_socket(place, "rude") as rude:
+            send(rude, _tool_call(office, "tools__sleep", {"seconds": 60}, 90))
+            wait_until(lambda: len(_lines(started)) > before[0], 30, "the tool starts")
+            send(rude, {"op": "status"})
+            with pytest.raises(RelayGone):
+                receive(rude, 10)
+        wait_until(lambda: len(_lines(cancelled)) > before[1], 30, "the MCP server sees the cancel")
+        wait_until(lambda: calls_in(place) == 0, 30, "the relay's call ends")
