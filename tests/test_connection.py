@@ -5,6 +5,7 @@ crashes) where the test needs answers a correct Server never gives."""
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 from smcp_sync.connection import session
 from smcp_sync.connection.rejoin import RejoinPolicy
-from smcp_sync.connection.session import Connection, NotConnectedError, ReconnectPolicy
+from smcp_sync.connection.session import Connection, ForkedConnectionError, NotConnectedError, ReconnectPolicy
 
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import (
@@ -303,6 +304,102 @@ def test_messages_written_directly_leave_the_writer_thread_its_keep_alive(no_lea
     finally:
         connection.close()
         raw.stop()
+
+
+# -- the callback form: `request` -------------------------------------------------------
+
+
+class Outcomes:
+    """What `Connection.request` told its callback, and on which thread."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[object, SMCPError | None, str]] = []
+        self._changed = threading.Condition()
+
+    def __call__(self, answer: object, error: SMCPError | None) -> None:
+        with self._changed:
+            self.told.append((answer, error, threading.current_thread().name))
+            self._changed.notify_all()
+
+    def wait(self, count: int = 1, timeout: float = 10) -> list[tuple[object, SMCPError | None, str]]:
+        with self._changed:
+            assert self._changed.wait_for(lambda: len(self.told) >= count, timeout), f"told {self.told}"
+            return list(self.told)
+
+
+@pytest.mark.timeout(20)
+def test_request_tells_its_callback_the_answer_on_the_socketio_thread(conn):
+    told = Outcomes()
+    pending = conn.request("test:echo", {"n": 1}, 5, told)
+    [(answer, error, thread)] = told.wait()
+    assert (answer, error) == ({"n": 1}, None)
+    assert thread != threading.current_thread().name  # written from where the ack was read
+    assert pending.cancel() is False  # settled already
+
+    refused = Outcomes()
+    conn.request("test:echo", {"code": 4103, "message": "join an office first"}, 5, refused)
+    [(_, error, _)] = refused.wait()
+    assert isinstance(error, OfficeError) and (error.code, error.message) == (4103, "join an office first")
+    assert conn._pending == set() and len(conn._deadlines) == 0  # nothing left to expire
+
+
+@pytest.mark.timeout(20)
+def test_request_without_answer_is_told_408_by_its_deadline(conn):
+    told = Outcomes()
+    conn.request("test:hang", {}, 0.3, told)
+    [(answer, error, _)] = told.wait()
+    assert answer is None and isinstance(error, SMCPTimeoutError) and error.code == 408
+    assert error.details == {"event": "test:hang", "timeout": 0.3}
+    assert conn.call("test:echo", 1, timeout=5) == 1  # the connection is still fine
+
+
+@pytest.mark.timeout(20)
+def test_a_disconnect_mid_request_tells_its_callback_with_the_code(server, conn):
+    told = Outcomes()
+    conn.request("test:kick", {}, 5, told)
+    [(answer, error, _)] = told.wait()
+    assert answer is None and isinstance(error, NotConnectedError)
+    assert error.code == 500 and "connection lost before test:kick was answered" in error.message
+    late = Outcomes()
+    conn.request("test:echo", {}, 5, late)  # not connected: told at once, on this thread
+    [(_, error, thread)] = late.told
+    assert isinstance(error, NotConnectedError) and thread == threading.current_thread().name
+
+
+@pytest.mark.timeout(20)
+def test_a_cancelled_request_is_never_told(server, conn):
+    told = Outcomes()
+    pending = conn.request("test:hang", {}, 5, told)
+    server.wait_for(lambda: server.payloads("test:hang"))
+    assert pending.cancel() is True and pending.cancel() is False
+    assert conn._pending == set() and len(conn._deadlines) == 0  # its expiry went with it
+    conn.close()  # a disconnect fails what is pending: nothing now
+    assert told.told == []
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_is_told_the_fork_error_by_both_forms(conn):
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        said = "child failed"
+        try:
+            told = Outcomes()
+            conn.request("test:echo", {}, 5, told)
+            try:
+                conn.call("test:echo", {}, timeout=5)
+            except ForkedConnectionError as called:
+                said = f"{type(told.told[0][1]).__name__} {type(called).__name__}"
+        finally:
+            os.write(write_end, said.encode())
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        said = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert said == "ForkedConnectionError ForkedConnectionError"
+    assert conn.call("test:echo", 2, timeout=5) == 2  # the parent's session goes on
 
 
 # -- a real crash: the server is a child process killed with SIGKILL ----------------------

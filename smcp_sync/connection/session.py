@@ -26,6 +26,12 @@ Decisions (docs/ARCHITECTURE.md: Threads, Wire decisions, Library facts):
   the re-join instead of reaching the server outside any office.
 * Requests pending when the connection drops fail at once with `NotConnectedError`
   (python-socketio would let them wait out their whole timeout).
+* One request path for two forms: `request` sends and has a callback told the outcome
+  on whichever thread settles it, so an answer can be passed on from the Socket.IO
+  thread that read it with no other thread woken (the Agent relay writes it to its
+  worker: docs/ARCHITECTURE.md, The Agent relay); `call` is `request` waited for on the
+  caller's thread. A request is settled once (`PendingRequest`): by its answer, its
+  timeout, a disconnect or a cancel, whichever comes first.
 * Handlers registered with `on` never kill their thread: an `SMCPError` they raise
   becomes the spec's error object as the answer, anything else a generic 500 (logged
   here, never sent: no stack traces on the wire).
@@ -75,6 +81,7 @@ from ..protocol.errors import AuthError, InternalError, SMCPError, SMCPTimeoutEr
 from ..protocol.models.room import EnterOfficeReq, LeaveOfficeReq, Role
 from ..protocol.redaction import redact_text, redact_url
 from ..protocol.versioning import handshake_url, refusal_error
+from ..threads.deadlines import Deadline, Deadlines
 from ..threads.forks import after_fork_in_child, parent_pid
 from ..threads.gevent_order import require_same_threading, stdlib_patched
 from ..threads.interruptible import wait_event
@@ -154,24 +161,58 @@ class ReconnectPolicy:
         }
 
 
-class _PendingRequest:
-    """One request waiting for its ack; resolved by the ack or failed by a disconnect."""
+#: ``on_settled(answer, error)``: how a request ended (`Connection.request`).
+Settled = Callable[[Any, "SMCPError | None"], None]
 
-    __slots__ = ("event", "done", "args", "error")
 
-    def __init__(self, event: str):
+class PendingRequest:
+    """One request waiting for its answer (`Connection.request`). It is settled once: by
+    its answer, its timeout (`expire`), a disconnect, or `cancel`; the outcome is kept
+    before `on_settled` is told, so whoever lost a race to settle it can read it."""
+
+    __slots__ = ("event", "timeout", "deadline", "answer", "error", "timer", "_on_settled", "_connection")
+
+    def __init__(self, connection: Connection, event: str, timeout: float, on_settled: Settled):
         self.event = event
-        self.done = threading.Event()
-        self.args: tuple[Any, ...] = ()
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.answer: Any = None
         self.error: SMCPError | None = None
+        self.timer: Deadline | None = None  # the expiry of a request nobody waits for
+        self._on_settled = on_settled
+        self._connection = connection
 
-    def resolve(self, *args: Any) -> None:
-        self.args = args
-        self.done.set()
+    def answered(self, *args: Any) -> None:
+        """The ack (on the Socket.IO thread): what `call` returns, or the error it raises."""
+        answer = args[0] if len(args) == 1 else list(args) if args else None
+        self._connection._settle(self, answer, SMCPError.from_wire(answer))
 
-    def fail(self, error: SMCPError) -> None:
-        self.error = error
-        self.done.set()
+    def expire(self) -> None:
+        """Settle as a timeout (408), unless something else settled it first."""
+        timeout = self.timeout
+        error = SMCPTimeoutError(
+            f"no answer to {self.event} within {timeout:g}s", details={"event": self.event, "timeout": timeout}
+        )
+        self._connection._settle(self, None, error)
+
+    def cancel(self) -> bool:
+        """Forget the request: `on_settled` is not called, a late answer is dropped. False
+        when it was settled already."""
+        return self._connection._settle(self, None, None, tell=False)
+
+    def outcome(self) -> Any:
+        """The answer, or raise the error, of a settled request."""
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+    def tell(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        try:
+            self._on_settled(self.answer, self.error)
+        except Exception:  # never into the thread that settled it (the Socket.IO reader's, say)
+            logger.exception("the callback of %s failed", self.event)
 
 
 class Connection:
@@ -192,7 +233,11 @@ class Connection:
         auth: AuthSource = None,
         headers: Mapping[str, str] | None = None,
         reconnect: ReconnectPolicy = ReconnectPolicy(),
+        deadlines: Deadlines | None = None,
     ):
+        """`deadlines` expires the requests made with `request` (a process holding many
+        connections shares one: the relay); by default the connection has its own, whose
+        thread runs only while such requests are pending."""
         self.role = role
         self.name = name
         self._auth = ConnectAuth(auth, f"{role} {name!r}")
@@ -208,7 +253,9 @@ class Connection:
         self._closing = False
         self._url: str | None = None
         self._office_id: str | None = None
-        self._pending: set[_PendingRequest] = set()
+        self._pending: set[PendingRequest] = set()
+        self._deadlines = deadlines if deadlines is not None else Deadlines(f"smcp-{role}-deadlines")
+        self._own_deadlines = deadlines is None
         self._rejoined_callbacks: list[Callable[[str], None]] = []
         self._rejoin_failed_callbacks: list[Callable[[str, SMCPError], None]] = []
         self._refusal: Any = None
@@ -345,6 +392,8 @@ class Connection:
         if on_disconnected is not None:
             on_disconnected()
         self._retire_pool(max(0.0, deadline - time.monotonic()))
+        if self._own_deadlines:
+            self._deadlines.shutdown(max(0.0, deadline - time.monotonic()))
         with self._state_changed:
             self._state, self._ready, self._office_id = self._DISCONNECTED, False, None
             self._state_changed.notify_all()
@@ -405,8 +454,8 @@ class Connection:
         office_id = self._office_id
         if office_id is None:
             return
-        args = self._request(events.LEAVE_OFFICE, to_wire(LeaveOfficeReq(office_id=office_id)), timeout, wait_for_rejoin=True)
-        _raise_refusal(events.LEAVE_OFFICE, args)
+        answer = self._call(events.LEAVE_OFFICE, to_wire(LeaveOfficeReq(office_id=office_id)), timeout, wait_for_rejoin=True)
+        _raise_refusal(events.LEAVE_OFFICE, answer)
         with self._state_changed:
             if self._office_id == office_id:
                 self._office_id = None
@@ -424,8 +473,8 @@ class Connection:
 
     def _join(self, office_id: str, timeout: float, *, wait_for_rejoin: bool) -> None:
         request = EnterOfficeReq(role=self.role, name=self.name, office_id=office_id)
-        args = self._request(events.JOIN_OFFICE, to_wire(request), timeout, wait_for_rejoin=wait_for_rejoin)
-        _raise_refusal(events.JOIN_OFFICE, args)
+        answer = self._call(events.JOIN_OFFICE, to_wire(request), timeout, wait_for_rejoin=wait_for_rejoin)
+        _raise_refusal(events.JOIN_OFFICE, answer)
         with self._state_changed:
             self._office_id = office_id
 
@@ -435,12 +484,32 @@ class Connection:
         """Send `event` and return the answer. Raises the typed `SMCPError` when the
         answer is an error object (nested or flat), `SMCPTimeoutError` (408) when none
         comes within `timeout` seconds, `NotConnectedError` without a session."""
-        args = self._request(event, payload, timeout, wait_for_rejoin=True)
-        answer = args[0] if len(args) == 1 else list(args) if args else None
-        error = SMCPError.from_wire(answer)
-        if error is not None:
-            raise error
-        return answer
+        return self._call(event, payload, timeout, wait_for_rejoin=True)
+
+    def request(self, event: str, payload: Any, timeout: float, on_settled: Settled) -> PendingRequest:
+        """Send `event` without waiting: `on_settled(answer, error)` is called once with
+        what `call` would return or raise (`error` None for an answer), on the thread that
+        settles the request: the Socket.IO reader's for an answer, this connection's
+        `Deadlines` for a timeout, the one handling a disconnect, or this one when it fails
+        before it is sent (not connected, a message too long). So it must not block. Like
+        `call`, it first waits (within `timeout`) for a re-join under way. The returned
+        `PendingRequest` may be `cancel`led."""
+        return self._request(event, payload, timeout, on_settled, wait_for_rejoin=True, expires=True)
+
+    def _call(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> Any:
+        """`request`, waited for on this thread (its own clock: no `Deadlines` entry).
+        Whatever else ends the wait (an interrupt) cancels the request."""
+        answered = threading.Event()
+        pending = self._request(
+            event, payload, timeout, lambda answer, error: answered.set(), wait_for_rejoin=wait_for_rejoin, expires=False
+        )
+        try:
+            if not wait_event(answered, pending.deadline - time.monotonic()):
+                pending.expire()  # settled as a timeout, unless the answer won the race
+        except BaseException:
+            pending.cancel()
+            raise
+        return pending.outcome()
 
     def emit(self, event: str, payload: Any, timeout: float = DEFAULT_EMIT_TIMEOUT) -> None:
         """Send `event` without waiting for an answer (for another message being written
@@ -470,24 +539,44 @@ class Connection:
         self._handlers[event] = handler
         self._sio.on(event, handler, namespace=events.NAMESPACE)
 
-    def _request(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> tuple[Any, ...]:
-        deadline = time.monotonic() + timeout
-        pending = _PendingRequest(event)
-        with self._state_changed:
-            self._wait_usable(event, deadline, wait_for_rejoin)
-            self._pending.add(pending)
+    def _request(
+        self, event: str, payload: Any, timeout: float, on_settled: Settled, *, wait_for_rejoin: bool, expires: bool
+    ) -> PendingRequest:
+        """The one way a request goes out (`call` and `request`): registered as pending
+        (a disconnect fails it), expired by `Deadlines` when `expires`, then written."""
+        pending = PendingRequest(self, event, timeout, on_settled)
         try:
-            self._send(event, payload, callback=pending.resolve, timeout=deadline - time.monotonic())
-            if not wait_event(pending.done, deadline - time.monotonic()):
-                raise SMCPTimeoutError(
-                    f"no answer to {event} within {timeout:g}s", details={"event": event, "timeout": timeout}
-                )
-        finally:
             with self._state_changed:
-                self._pending.discard(pending)
-        if pending.error is not None:
-            raise pending.error
-        return pending.args
+                self._wait_usable(event, pending.deadline, wait_for_rejoin)
+                self._pending.add(pending)
+        except SMCPError as error:
+            pending.error = error
+            pending.tell()
+            return pending
+        if expires:
+            pending.timer = self._deadlines.call_at(pending.deadline, pending.expire)
+        try:
+            self._send(event, payload, callback=pending.answered, timeout=pending.deadline - time.monotonic())
+        except SMCPError as error:
+            self._settle(pending, None, error)
+        except BaseException:  # not a request's failure (a payload JSON cannot encode): the caller's
+            pending.cancel()
+            raise
+        return pending
+
+    def _settle(self, pending: PendingRequest, answer: Any, error: SMCPError | None, *, tell: bool = True) -> bool:
+        """Settle `pending` if nothing did before (under the state lock, which a disconnect
+        takes to fail the pending requests); False if something did."""
+        with self._state_changed:
+            if pending not in self._pending:
+                return False
+            self._pending.discard(pending)
+            pending.answer, pending.error = answer, error
+        if tell:
+            pending.tell()
+        elif pending.timer is not None:
+            pending.timer.cancel()
+        return True
 
     def _wait_usable(self, event: str, deadline: float, wait_for_rejoin: bool) -> None:
         """Block (state lock held) until requests may be sent; joins skip the re-join wait."""
@@ -612,6 +701,8 @@ class Connection:
             if not retry:
                 self._office_id = None
             pending, self._pending = self._pending, set()
+            for request in pending:
+                request.error = NotConnectedError(f"connection lost before {request.event} was answered ({reason})")
             self._state_changed.notify_all()
         logger.log(
             logging.INFO if self._closing else logging.WARNING,
@@ -623,7 +714,7 @@ class Connection:
             "; reconnecting" if retry else "",
         )
         for request in pending:
-            request.fail(NotConnectedError(f"connection lost before {request.event} was answered ({reason})"))
+            request.tell()
 
     def _on_connect_error(self, client: socketio.Client, data: Any) -> None:
         # A refusal of the namespace carries {"message", "data"?}; one of the handshake
@@ -673,17 +764,18 @@ def _require_server_url(url: str) -> None:
         raise ValueError(f"url must be a Server URL with a scheme, e.g. http://localhost:8000, not {url!r}")
 
 
-def _raise_refusal(event: str, args: tuple[Any, ...]) -> None:
-    """Check a two-value ack `(True, None)` / `(False, "[code] message")`."""
-    accepted = args[0] if args else None
+def _raise_refusal(event: str, answer: Any) -> None:
+    """Check a two-value ack `[True, None]` / `[False, "[code] message"]`."""
+    values = answer if isinstance(answer, list) else [answer]
+    accepted = values[0] if values else None
     if accepted is True:
         return
     if accepted is False:
-        raise error_from_ack(args[1] if len(args) > 1 else None)
+        raise error_from_ack(values[1] if len(values) > 1 else None)
     error = SMCPError.from_wire(accepted)
     if error is not None:
         raise error
-    raise InternalError(f"unexpected answer to {event}: {list(args)!r:.200}")
+    raise InternalError(f"unexpected answer to {event}: {answer!r:.200}")
 
 
 def _answering(event: str, handler: Handler) -> Callable[..., Any]:

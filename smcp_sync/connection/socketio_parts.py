@@ -103,7 +103,8 @@ class PooledEngineIOClient(engineio.Client):
     """Engine.IO client with fewer thread hand-offs per message (module doc).
 
     Incoming: an ack is resolved on the reader thread itself (resolving one only wakes the
-    caller waiting for it: `session._PendingRequest.resolve`), and so is an event whose
+    caller waiting for it, or passes the answer on without waiting: the relay's
+    `session.PendingRequest.answered`), and so is an event whose
     handler is `Deferred` (`starts_inline`: it only starts the work); other messages run
     on `pool` instead of a new thread each. Outgoing: a message is written to the websocket
     by the thread that sends it instead of through the library's queue and writer thread

@@ -10,6 +10,7 @@ want to catch it alone. On the wire an error is the flat ErrorPayload of protoco
 
 from __future__ import annotations
 
+import collections.abc
 import enum
 from typing import Any, ClassVar, Mapping
 
@@ -120,10 +121,10 @@ class SMCPError(Exception):
     def from_wire(data: Any) -> SMCPError | None:
         """The error carried by an answer (flat, or nested under ``"error"`` as older peers
         send it), or None when `data` is not an error payload."""
-        if not isinstance(data, Mapping):
-            return None
+        if not isinstance(data, _MAPPINGS) or "code" not in data and "error" not in data:
+            return None  # most answers: every call's is looked at
         nested = data.get("error")
-        body: Mapping[Any, Any] = nested if isinstance(nested, Mapping) else data
+        body: Mapping[Any, Any] = nested if isinstance(nested, _MAPPINGS) else data
         code, message = body.get("code"), body.get("message")
         if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
             return None
@@ -141,6 +142,9 @@ def cut_short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: What an answer's error may be: `dict`, which JSON gives, checked first (`typing.Mapping`'s
+#: check alone took ~2 µs, twice for every answer).
+_MAPPINGS = (dict, collections.abc.Mapping)
 #: The keys a flat error payload may have besides the code-specific fields.
 _FLAT_KEYS = frozenset({"code", "message", "details", "req_id", "error_code", "data"}) | CODE_FIELDS
 

@@ -2,13 +2,12 @@
 
 Each worker process attaches with one session socket (the relay pushes its
 notifications there) and one request socket per thread with a request under way; each
-socket has a thread here that reads a request, forwards it on its seat's `Connection`
-(the thread that wrote it waits for the answer, as a direct Agent's caller does) and
-writes the answer back. A socket that closes ends its worker's part: its session's
-seats lose that holder, and a tool call it was waiting for is cancelled
-(`hangups.HangupWatch`). With no worker attached for `idle_timeout` seconds the relay
-leaves its offices and exits; so does `close()` (SIGTERM under `serve_relay`).
-docs/ARCHITECTURE.md, The Agent relay.
+socket has a thread here that reads requests and forwards each call on its seat's
+`Connection`, whose answer the thread that receives it writes back
+(`worker_socket.WorkerSocket`). A socket that closes ends its worker's part: its
+session's seats lose that holder, and a call it was waiting for is cancelled. With no
+worker attached for `idle_timeout` seconds the relay leaves its offices and exits; so
+does `close()` (SIGTERM under `serve_relay`). docs/ARCHITECTURE.md, The Agent relay.
 """
 
 from __future__ import annotations
@@ -24,17 +23,17 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..connection.session import NotConnectedError
 from ..protocol import events
-from ..protocol.errors import BadRequestError, InternalError, SMCPError
+from ..protocol.errors import InternalError, SMCPError
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
+from ..threads.deadlines import Deadlines
 from ..threads.serial import SerialThread
 from ..threads.thread_stop import join_stopped
 from ..threads.worker_pool import WorkerPool
-from .hangups import HangupWatch
 from .place import RelayPlace
 from .seats import Seat, SeatKey
 from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, admit, receive, send
+from .worker_socket import NotOpen, WorkerSocket, reply_of
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +46,12 @@ SEAT_CLOSE_TIMEOUT = 5.0
 _HOUSEKEEPING_INTERVAL = 0.5
 #: What a worker may ask (wire.py).
 _OPS = ("open", "release", "call", "emit", "status")
+#: What `_handle` returns for a call it forwarded: its answer is written when it comes.
+_FORWARDED = object()
 
 
 class RelayRunning(RuntimeError):
     """Another relay already serves this folder."""
-
-
-class _NotOpen(Exception):
-    """A request names a seat its worker has not opened in this relay (it restarted)."""
 
 
 class _Session:
@@ -95,15 +92,15 @@ class Relay:
         self._seats: dict[SeatKey, Seat] = {}
         self._sessions: dict[str, _Session] = {}
         self._channels: dict[Channel, threading.Thread] = {}
-        self._calls = 0
+        self._requests: set[WorkerSocket] = set()
         self._idle_since: float | None = time.monotonic()
         self._stopped = threading.Event()
         self._closed = False
         self._lock_fd: int | None = None
         self._listener: socket.socket | None = None
         self._threads: list[threading.Thread] = []
-        self._hangups: HangupWatch | None = None
-        self._cancels = WorkerPool("smcp-relay-cancel", max_workers=8, max_idle=1, idle_timeout=5.0)
+        self._deadlines = Deadlines("smcp-relay-deadlines")  # every seat's requests' expiries
+        self._writers = WorkerPool("smcp-relay-writer", max_workers=8, max_idle=1, idle_timeout=5.0)
         self._authkey = b""
 
     # -- lifecycle -------------------------------------------------------------------
@@ -131,7 +128,6 @@ class Relay:
         os.chmod(path, 0o600)
         listener.listen(128)
         self._listener = listener
-        self._hangups = HangupWatch()
         for target, name in ((self._accept, "smcp-relay-accept"), (self._housekeep, "smcp-relay-housekeeping")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -171,9 +167,8 @@ class Relay:
             session.writer.stop(SEAT_CLOSE_TIMEOUT)
         for seat in seats:
             seat.close(SEAT_CLOSE_TIMEOUT)
-        self._cancels.shutdown(SEAT_CLOSE_TIMEOUT)
-        if self._hangups is not None:
-            self._hangups.close(SEAT_CLOSE_TIMEOUT)
+        self._writers.shutdown(SEAT_CLOSE_TIMEOUT)
+        self._deadlines.shutdown(SEAT_CLOSE_TIMEOUT)
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # the next relay may start
             self._lock_fd = None
@@ -186,7 +181,7 @@ class Relay:
                 "seats": len(self._seats),
                 "sessions": len(self._sessions),
                 "sockets": len(self._channels),
-                "calls": self._calls,
+                "calls": sum(worker.busy for worker in self._requests),
             }
 
     # -- threads ---------------------------------------------------------------------
@@ -226,12 +221,31 @@ class Relay:
                 receive(channel, None)  # a session socket says nothing more: this returns at its end
             else:
                 send(channel, {"ok": {"pid": os.getpid()}})
-                while True:
-                    send(channel, self._answer(token, channel, receive(channel, None)))
+                self._serve_requests(token, channel)
         except (RelayGone, ValueError):
             pass
         finally:
             self._forget(channel, session)
+
+    def _serve_requests(self, session: str, channel: Channel) -> None:
+        """Answer a worker's requests until it closes the socket (`RelayGone`); a call is
+        answered by the thread its answer comes on, and this one reads on meanwhile, so
+        it sees the worker go and cancels the call."""
+        worker = WorkerSocket(channel, self._writers)
+        with self._lock:
+            self._requests.add(worker)
+        try:
+            while True:
+                message = receive(channel, None)
+                if worker.busy:
+                    raise RelayGone("a request before the answer to the one under way")
+                answer = self._answer(session, worker, message)
+                if answer is not None:
+                    worker.reply(answer)
+        finally:
+            with self._lock:
+                self._requests.discard(worker)
+            worker.hang_up()
 
     def _forget(self, channel: Channel, session: _Session | None) -> None:
         with self._lock:
@@ -273,22 +287,18 @@ class Relay:
 
     # -- requests --------------------------------------------------------------------
 
-    def _answer(self, session: str, channel: Channel, message: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, session: str, worker: WorkerSocket, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer to `message`, or None for a call forwarded (answered when it comes)."""
         try:
-            return {"ok": self._handle(session, channel, message)}
-        except _NotOpen as exc:
-            return {"error": BadRequestError(str(exc)).to_wire(), "kind": "not_open"}
-        except NotConnectedError as exc:
-            return {"error": exc.to_wire(), "kind": "not_connected"}
-        except SMCPError as exc:
-            return {"error": exc.to_wire()}
-        except (KeyError, TypeError, ValueError) as exc:
-            return {"error": BadRequestError(f"bad relay request: {exc}").to_wire()}
+            value = self._handle(session, worker, message)
+        except (NotOpen, SMCPError, KeyError, TypeError, ValueError) as exc:
+            return reply_of(None, exc)
         except Exception:
             logger.exception("relay request %r failed", message.get("op"))
             return {"error": InternalError(f"internal error in the relay while handling {message.get('op')!r}").to_wire()}
+        return None if value is _FORWARDED else reply_of(value, None)
 
-    def _handle(self, session: str, channel: Channel, message: dict[str, Any]) -> Any:
+    def _handle(self, session: str, worker: WorkerSocket, message: dict[str, Any]) -> Any:
         op = message.get("op")
         if op not in _OPS:
             raise ValueError(f"unknown op {op!r:.50}; expected one of {', '.join(_OPS)}")
@@ -309,7 +319,8 @@ class Relay:
         if op == "emit":
             seat.connection.emit(event, message.get("payload"))
             return None
-        return self._call(seat, channel, event, message.get("payload"), _seconds(message.get("timeout")))
+        self._forward(seat, worker, event, message.get("payload"), _seconds(message.get("timeout")))
+        return _FORWARDED
 
     def _open(self, session: str, key: SeatKey, agent_id: str, message: dict[str, Any]) -> Any:
         auth, headers = message.get("auth"), message.get("headers")
@@ -321,7 +332,7 @@ class Relay:
                 raise ValueError("open before the worker's session socket said hello")
             seat = self._seats.get(key)
             if seat is None:
-                seat = self._seats[key] = Seat(key, auth, headers, self._push)
+                seat = self._seats[key] = Seat(key, auth, headers, self._push, self._deadlines)
         return seat.open(session, agent_id, wanted, auth, _seconds(message.get("timeout")))  # a seat that
         # could not join stays, unheld: the next open tries again, or its linger ends it
 
@@ -329,26 +340,16 @@ class Relay:
         with self._lock:
             seat = self._seats.get(key)
         if seat is None or not seat.joined:  # absent, or another worker's open still joining it
-            raise _NotOpen(f"seat {key.name!r} of office {key.office_id!r} at {key.url} is not open in this relay")
+            raise NotOpen(f"seat {key.name!r} of office {key.office_id!r} at {key.url} is not open in this relay")
         return seat
 
-    def _call(self, seat: Seat, channel: Channel, event: str, payload: Any, timeout: float) -> Any:
+    def _forward(self, seat: Seat, worker: WorkerSocket, event: str, payload: Any, timeout: float) -> None:
         connection = seat.connection
         if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
             raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {seat.key.url}")
         req_id = payload.get("req_id") if isinstance(payload, dict) and event == events.TOOL_CALL else None
-        hangups = self._hangups
-        if isinstance(req_id, str) and hangups is not None:
-            hangups.watch(channel.fileno(), functools.partial(self._cancels.submit, self._cancel, seat, req_id))
-        with self._lock:
-            self._calls += 1
-        try:
-            return connection.call(event, payload, timeout)
-        finally:
-            with self._lock:
-                self._calls -= 1
-            if isinstance(req_id, str) and hangups is not None:
-                hangups.unwatch(channel.fileno())
+        on_hangup = functools.partial(self._cancel, seat, req_id) if isinstance(req_id, str) else None
+        worker.forward(connection, event, payload, timeout, on_hangup)
 
     def _cancel(self, seat: Seat, req_id: str) -> None:
         """The worker waiting for tool call `req_id` is gone: the Computer stops the call."""

@@ -20,6 +20,7 @@ from ..connection.rejoin import RETRIED_CODES
 from ..connection.session import REJOIN, Connection
 from ..protocol import events
 from ..protocol.errors import SMCPError
+from ..threads.deadlines import Deadlines
 
 #: ``push(session, message)``: hands a message to a worker's session (never blocks).
 Push = Callable[[str, dict[str, Any]], None]
@@ -43,12 +44,15 @@ class SeatKey:
 
 
 class Seat:
-    def __init__(self, key: SeatKey, auth: Mapping[str, Any] | None, headers: Mapping[str, str] | None, push: Push):
+    def __init__(
+        self, key: SeatKey, auth: Mapping[str, Any] | None, headers: Mapping[str, str] | None, push: Push,
+        deadlines: Deadlines,
+    ):  # fmt: skip
         self.key = key
         self._push = push
         self._auth = None if auth is None else dict(auth)
         self.connection = Connection(
-            "agent", key.name, auth=None if auth is None else self._current_auth, headers=headers
+            "agent", key.name, auth=None if auth is None else self._current_auth, headers=headers, deadlines=deadlines
         )
         self._lock = threading.Lock()  # one open at a time
         self._holders: dict[str, dict[str, frozenset[str]]] = {}  # session -> agent id -> events it wants

@@ -4,15 +4,18 @@ relay as a real detached process, workers as real processes (docs/hosts/relay.md
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import random
+import select
 import signal
 import stat
 import subprocess
 import sys
+import uuid
 from multiprocessing import AuthenticationError
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import psutil
 import pytest
@@ -22,7 +25,7 @@ from smcp_sync.connection.session import NotConnectedError
 from smcp_sync.protocol import events
 from smcp_sync.relay.link import relay_status
 from smcp_sync.relay.place import RelayPlace, RelayPlaceError
-from smcp_sync.relay.wire import dial, receive, send
+from smcp_sync.relay.wire import Channel, RelayGone, dial, receive, send
 
 from .conftest import OFFICE, Worker, relays_of, running_relay, wait_until
 
@@ -248,3 +251,69 @@ def test_an_interrupted_call_is_cancelled(office: Any, place: RelayPlace, logs: 
         wait_until(lambda: len(_lines(cancelled)) > before, 30, "the MCP server sees the cancel")
         wait_until(lambda: calls_in(place) == 0, 30, "the relay's call ends")
         assert agent.call_tool("c1", "tools__echo", {"text": "after"}, timeout=20).content[0].text == "after"
+
+
+@contextlib.contextmanager
+def request_socket(place: RelayPlace, session: str) -> Iterator[Channel]:
+    """A request socket on the relay, made by hand as a worker's link makes one."""
+    channel = dial(place.socket_path, place.authkey(), 10)
+    try:
+        send(channel, {"op": "hello", "session": session, "role": "requests"})
+        assert "ok" in receive(channel, 10)
+        yield channel
+    finally:
+        channel.close()
+
+
+def _tool_call(office: Any, tool: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """A relay `call` request for tool call `tool` on c1, written by hand."""
+    payload = {"agent": "agent", "req_id": uuid.uuid4().hex, "computer": "c1", "tool_name": tool, "params": params,
+               "timeout": 30}  # fmt: skip
+    return {"op": "call", "seat": [office.url, OFFICE, "agent"], "agent": "x", "event": events.TOOL_CALL,
+            "payload": payload, "timeout": timeout}  # fmt: skip
+
+
+def test_a_worker_that_stops_reading_holds_up_no_other_answer(office: Any, place: RelayPlace) -> None:
+    """Answers are written by the seat's Socket.IO thread, which never waits for a worker:
+    an answer larger than a socket's buffer, to a worker that reads nothing, leaves that
+    thread free for the other calls of the same seat."""
+    size = 400_000
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        with request_socket(place, "stalled") as stalled:
+            send(stalled, _tool_call(office, "tools__big", {"size": size}, 30))
+            assert select.select([stalled], [], [], 30)[0], "no answer started"  # and nobody reads the rest
+            for n in range(20):
+                assert agent.call_tool("c1", "tools__echo", {"text": f"t{n}"}, timeout=20).content[0].text == f"t{n}"
+            answer = receive(stalled, 10)  # the rest, from a writer thread: whole
+            assert answer["ok"]["content"][0]["text"] == ("0123456789" * (size // 10))[:size]
+
+
+def test_the_relay_answers_408_when_a_call_outlives_its_timeout(office: Any, place: RelayPlace) -> None:
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        with request_socket(place, "probe") as channel:
+            send(channel, _tool_call(office, "tools__sleep", {"seconds": 2}, 0.3))
+            answer = receive(channel, 10)
+            assert answer["error"]["code"] == 408 and "no answer to client:tool_call within 0.3s" in answer["error"]["message"]
+            send(channel, {"op": "status"})  # the socket goes on
+            assert receive(channel, 10)["ok"]["calls"] == 0
+
+
+def test_a_request_before_the_answer_ends_the_socket_and_cancels_the_call(
+    office: Any, place: RelayPlace, logs: dict[str, Path]
+) -> None:
+    """A worker sends nothing while its call is under way (`link`); one that does is not
+    ours to trust: the relay ends the socket, and the call is cancelled as if it had died."""
+    started, cancelled = logs["SMCP_TEST_STARTED_LOG"], logs["SMCP_TEST_CANCEL_LOG"]
+    before = len(_lines(started)), len(_lines(cancelled))
+    with Agent.via_relay("agent", url=office.url, office_id=OFFICE, relay_dir=place.folder) as agent:
+        agent.connect(office.url, timeout=30)
+        with request_socket(place, "rude") as rude:
+            send(rude, _tool_call(office, "tools__sleep", {"seconds": 60}, 90))
+            wait_until(lambda: len(_lines(started)) > before[0], 30, "the tool starts")
+            send(rude, {"op": "status"})
+            with pytest.raises(RelayGone):
+                receive(rude, 10)
+        wait_until(lambda: len(_lines(cancelled)) > before[1], 30, "the MCP server sees the cancel")
+        wait_until(lambda: calls_in(place) == 0, 30, "the relay's call ends")

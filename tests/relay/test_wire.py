@@ -1,6 +1,7 @@
 """The relay's wire on real socket pairs: frames of every size arrive whole and in order,
-a closed or silent peer and an oversized frame are `RelayGone`, and the handshake admits
-the key and refuses another (wire.py)."""
+also when written from another thread without waiting, a closed or silent peer and an
+oversized frame are `RelayGone`, and the handshake admits the key and refuses another
+(wire.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from smcp_sync.relay.wire import Channel, RelayGone, admit, dial, receive, send
+from smcp_sync.relay.wire import Channel, RelayGone, admit, dial, encode, receive, send
 
 KEY = b"k" * 32
 
@@ -78,3 +79,23 @@ def test_the_handshake_admits_the_key_and_refuses_another() -> None:
         listener.close()
         (folder / "s").unlink()
         folder.rmdir()
+
+
+def test_a_frame_sent_now_never_waits_and_its_rest_follows_whole(pair: tuple[Channel, Channel]) -> None:
+    """What the relay's Socket.IO thread writes (`send_frame_now`) takes what fits and
+    returns, even with the socket in timeout mode (set by a read under a timeout, as the
+    relay's own thread may leave it) and a peer that reads nothing; a writer thread
+    then sends the rest (`send_rest`), and the peer gets the frame whole."""
+    relay, worker = pair
+    relay.write_from_elsewhere()
+    with pytest.raises(RelayGone):
+        receive(relay, 0.01)  # leaves the socket in timeout mode
+    message = {"text": "x" * 1_000_000}  # far more than the socket's buffer
+    rest = relay.send_frame_now(encode(message))
+    assert 0 < len(rest) < 1_000_000  # a part went, the rest is left: no waiting, no TimeoutError
+    writer = threading.Thread(target=relay.send_rest, args=(rest,))
+    writer.start()
+    assert receive(worker, 10) == message
+    writer.join(10)
+    assert relay.send_frame_now(encode({"n": 2})) == b""  # a usual answer to a reading worker goes whole
+    assert receive(worker, 10) == {"n": 2}
