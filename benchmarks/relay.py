@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -190,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             _print_seats(_seats(url, folder, seats, 1 if args.quick else 5))
         subprocess.run([sys.executable, "-c", "from smcp_sync.cli import main; main()", "agent-relay", "--folder", folder, "--stop"],
                        check=False, timeout=120)  # fmt: skip
+        shutil.rmtree(folder, ignore_errors=True)  # the stopped relay's folder
 
 
 def _print_calls(results: dict[str, list[dict[str, Any]]]) -> None:
