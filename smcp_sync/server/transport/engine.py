@@ -177,6 +177,12 @@ class StoppableEngineIO(engineio.Server):
         (`send_failures`). Every message sent passes here (`message_sent`)."""
         if self._dropping or sid in self._being_dropped:
             return
+        if _ping_timed_out(self.sockets.get(sid), self.ping_timeout):
+            # closed from the deadline thread, not inside this send (as Engine.IO's would):
+            # the closing session's leave notice is sent to its office from here, under
+            # the sender's locks, while the thread closing an officemate waits on ours
+            self._drop_soon(sid)
+            return
         if self.message_sent is not None:  # before the write: the client may act on it before this returns
             self.message_sent(_size(pkt.data))
         try:
@@ -366,6 +372,13 @@ class _WriterOnDemand:
         self._closed.wait(timeout)
 
 
+def _ping_timed_out(sock: EngineIOSocket | None, ping_timeout: float) -> bool:
+    """Whether `sock` did not answer its last ping within `ping_timeout` (the test of
+    `Socket.check_ping_timeout`, which also closes the session)."""
+    last_ping = getattr(sock, "last_ping", None)
+    return last_ping is not None and last_ping > 0 and time.time() - last_ping > ping_timeout
+
+
 def _ping(sock: EngineIOSocket) -> None:
     """What `Socket._send_ping` does once its sleep is over."""
     if not sock.closing and not sock.closed:
@@ -455,8 +468,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             # close frame came (Engine.IO's writer then ends the connection)
             if not (ws.connected and sock.queue.idle() and room_to_write(self.raw)):
                 return False
-            if sock.check_ping_timeout():  # else it closes the session, as its `send` would
-                ws.send(pkt.encode())
+            ws.send(pkt.encode())  # a session past its ping timeout is dropped before (`send_packet`)
             return True
         except (OSError, simple_websocket.ConnectionClosed):  # a frame may be cut: end it all
             self._server.send_failures.count_failed()
