@@ -61,7 +61,7 @@ class Reactor:
     def add(self, sock: socket.socket, watched: Watched) -> None:
         """Read `sock` from now on (from any thread)."""
         with self._lock:
-            if self._loop is None:
+            if self._loop is None or self._loop.stopping:  # stopping on its own: it failed
                 self._loop = _Loop(self._name, self._silence)
             self._loop.add(sock, watched)
 
@@ -101,6 +101,10 @@ class _Loop:
         self._order = itertools.count()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def add(self, sock: socket.socket, watched: Watched) -> None:
         entry = _Entry(sock, watched, time.monotonic())

@@ -11,7 +11,7 @@ from typing import Iterator
 import psutil
 import pytest
 
-from smcp_sync.server.transport.reactor import Reactor
+from smcp_sync.server.transport.reactor import Reactor, _Loop
 
 #: Seconds a test waits for something the reactor does.
 WAIT = 10.0
@@ -148,5 +148,29 @@ def test_a_watched_that_raises_is_ended_and_the_reactor_goes_on(pairs):
         failing.wait_for(lambda r: r.ends == [False])
         other.sendall(b"y")
         kept.wait_for(lambda r: r.read == b"y")
+    finally:
+        reactor.stop()
+
+
+def test_a_reactor_whose_thread_failed_closes_its_connections_and_starts_anew(pairs, monkeypatch):
+    serve_once = _Loop._serve_once
+    failed = threading.Event()
+
+    def fail_once(loop: _Loop) -> None:
+        if not failed.is_set():
+            failed.set()
+            raise RuntimeError("the selector failed")
+        serve_once(loop)
+
+    monkeypatch.setattr(_Loop, "_serve_once", fail_once)
+    reactor = Reactor("test-reactor", silence=60.0)
+    try:
+        _, first = _pair(pairs)
+        reactor.add(first.sock, first)
+        first.wait_for(lambda r: r.ends == [False])
+        ours, later = _pair(pairs)
+        reactor.add(later.sock, later)
+        ours.sendall(b"read by a new thread")
+        later.wait_for(lambda r: r.read == b"read by a new thread")
     finally:
         reactor.stop()
