@@ -422,8 +422,14 @@ class _ReactorSession:
         _WriterOnDemand(server, sock, websocket, after_close=self._let_go)
 
     def readable(self) -> bool:
+        self._ws.take_in()
+        return self.take_buffered()
+
+    def take_buffered(self) -> bool:
+        """Handle the messages read and not handled yet (a client's first messages may
+        come in the read that brought its UPGRADE packet); False when the connection is
+        over."""
         ws = self._ws
-        ws.take_in()
         while ws.input_buffer:
             if not self._receive(ws.input_buffer.pop(0)):
                 return False
@@ -635,7 +641,11 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             sock.connected = True
         sock.upgraded = True
         assert self.raw is not None  # set by `__call__`
-        reactor.add(self.raw, _ReactorSession(self._server, sock, self))
+        session = _ReactorSession(self._server, sock, self)
+        if session.take_buffered():
+            reactor.add(self.raw, session)
+        else:
+            session.end(silent=False)
         return True
 
     def _upgrade(self) -> bool:

@@ -15,7 +15,7 @@ import websocket
 from reliability.hostile import closed_by_server, engineio_websocket, joined_websocket
 from reliability.served import Served, serving
 
-from ..peers import wait_until
+from ..peers import Peer, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,6 +54,24 @@ def test_many_websockets_are_read_by_one_thread_not_two_each(serve, websockets):
     _join_offices(served.url, range(1, 21), websockets)  # each join is read by the reactor
     wait_until(lambda: worker.num_threads() <= threads + 4)  # gthread's pool grows to its 4 threads at most
     assert len(websockets) == 42 and all(ws.connected for ws in websockets)
+
+
+def test_clients_upgrading_from_polling_are_handed_over_and_routed(serve):
+    """The upgrade's probe is read on the request's thread, then the reactor reads on."""
+    served = serve(threads=4)
+    computer = Peer(served.url, transports=("polling", "websocket"))
+    agent = Peer(served.url, transports=("polling", "websocket"))
+    try:
+        assert computer.join("computer", "c1", "office-1") == (True, None)
+        assert agent.join("agent", "a1", "office-1") == (True, None)
+        wait_until(lambda: computer.client.eio.current_transport == agent.client.eio.current_transport == "websocket")
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": data["params"]["x"]}]})
+        for text in ("over", "the", "reactor"):
+            call = {"agent": "a1", "req_id": text, "computer": "c1", "tool_name": "echo", "params": {"x": text}, "timeout": 5}
+            assert agent.call("client:tool_call", call) == {"content": [{"type": "text", "text": text}]}
+    finally:
+        agent.close()
+        computer.close()
 
 
 def test_a_client_that_stops_answering_pings_is_closed_and_its_descriptor_freed(serve, websockets):
