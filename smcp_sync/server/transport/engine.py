@@ -624,7 +624,8 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         its loop, on this thread (a session on long-polling upgrades: a PING probe, a PONG
         probe, a NOOP that ends the poll, UPGRADE), its writer started on demand
         (`_WriterOnDemand`); then the reactor reads the socket (`_ReactorSession`, the
-        loop). False: the upgrade failed (the request ends, as the stock handler's)."""
+        loop). False: the upgrade failed (the request ends, as the stock handler's), or
+        `read_on_one_thread`'s cap is reached (the session is cut)."""
         sock = self._socket
         if not self._server._room_for_websocket(self._eio_sid):
             self._server.cut(self._eio_sid)
@@ -707,8 +708,9 @@ class _HandshakeDone:
 class _InlineWebSocket(simple_websocket.Server):
     """simple-websocket's server side (handshake, frames, close and ping replies),
     read by the thread or greenlet that asks for the next message (or by the reactor,
-    `take_in`) instead of a reader thread of its own: an idle connection holds one thread less (benchmarks/README.md,
-    capacity). Engine.IO reads its websocket in one loop, so one reader is all it needs.
+    `take_in`) instead of a reader thread of its own: an idle connection holds one
+    thread less (benchmarks/README.md, capacity). Engine.IO reads its websocket in one
+    loop, so one reader is all it needs.
     Private parts used (simple-websocket 1.0 to 1.1): `_handle_events`, `input_buffer`,
     `connected`.
 
