@@ -73,21 +73,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--mode",
         choices=SERVE_MODES,
         default="threads",
-        help="threads: a thread per open connection (gthread worker); gevent: greenlets, for many thousands of "
-        "connections (gevent worker; needs smcp_sync[gevent]) (default: threads)",
+        help="threads: gthread worker, a thread per request, every open websocket read by one reactor thread; "
+        "gevent: greenlets (gevent worker; needs smcp_sync[gevent]) (default: threads)",
     )
     parser.add_argument(
         "--threads",
         type=positive_count,
         default=DEFAULT_SERVE_THREADS,
-        help=f"--mode threads: worker threads = most concurrent connections (default: {DEFAULT_SERVE_THREADS})",
+        help=f"--mode threads: worker threads = most requests served at once (default: {DEFAULT_SERVE_THREADS})",
     )
     parser.add_argument(
         "--connections",
         type=positive_count,
         default=DEFAULT_SERVE_CONNECTIONS,
         metavar="N",
-        help=f"--mode gevent: most concurrent connections (default: {DEFAULT_SERVE_CONNECTIONS})",
+        help=f"most concurrent connections (--mode threads: websockets) (default: {DEFAULT_SERVE_CONNECTIONS})",
     )
     parser.add_argument(
         "--request-timeout",

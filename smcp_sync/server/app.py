@@ -275,9 +275,11 @@ class SMCPServer:
         SIGTERM (after a clean stop, Ctrl-C raises KeyboardInterrupt). Call from the main
         thread. `on_ready(url)` is called once the socket is bound.
 
-        `mode="threads"`: the `gthread` worker, one thread per open connection, at most
-        `threads` of them. `mode="gevent"` (the `gevent` extra): gunicorn's gevent
-        worker, at most `connections` open connections, each a few greenlets; the worker
+        `mode="threads"`: the `gthread` worker, at most `threads` requests handled at
+        once; an open websocket leaves its thread for the one reactor thread that reads
+        them all, at most `connections` of them. `mode="gevent"` (the `gevent` extra):
+        gunicorn's gevent worker, at most `connections` open connections, each a few
+        greenlets; the worker
         builds this Server anew from the same arguments after gevent has patched the
         standard library (docs/server/deployment.md). See `gunicorn_runner` for why gunicorn."""
         if mode not in SERVE_MODES:
@@ -292,6 +294,8 @@ class SMCPServer:
                 # (python-socketio's instrument() cannot be stacked: the Admin UI's patches)
                 self.operator.close(timeout=0)
             server = self if mode == "threads" else self._rebuild(async_mode="gevent")
+            if mode == "threads":
+                server.sio.eio.read_on_one_thread(connections)  # gthread lets go of a websocket's socket
             built.append(server)
             return Served(server.wsgi_app, server.drop_connections, server._request_deadlines())
 

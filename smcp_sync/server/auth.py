@@ -27,7 +27,9 @@ _BEARER = "bearer "
 @runtime_checkable
 class AuthProvider(Protocol):
     def authenticate(self, environ: Mapping[str, Any], auth: Any) -> Any:
-        """False/None refuses the connection; anything truthy accepts it."""
+        """False/None refuses the connection; anything truthy accepts it. Runs on the
+        thread reading the client's socket: under `serve(mode="threads")` the one that
+        reads every websocket (docs/server/deployment.md), so it should not wait long."""
 
 
 class APIKeyAuth:

@@ -4,11 +4,8 @@ request: the deadlines free them and a legitimate Agent connects (issue 12, clas
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
-from typing import Iterator
+import contextlib
+from typing import Callable
 
 import pytest
 import websocket
@@ -17,41 +14,12 @@ from smcp_sync.server.limits.limits import SERVE_MODES
 
 from .hostile import close_all, closed_by_server, engineio_websocket, half_request
 from .parts import SETUP_TIMEOUT, join_agent
-
-#: Runs `SMCPServer(limits=ServerLimits(**limits), **options).serve(mode=..., threads=..., connections=...)` and prints
-#: the URL once bound.
-SERVE = """
-import json, sys
-from smcp_sync import SMCPServer
-from smcp_sync.server import ServerLimits
-options = json.loads(sys.argv[1])
-serving = {key: options.pop(key) for key in ("mode", "threads", "connections")}
-SMCPServer(limits=ServerLimits(**options.pop("limits", {})), **options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
-"""
+from .served import serving
 
 
 @pytest.fixture
-def serve(no_leaks) -> Iterator:
-    started: list[subprocess.Popen] = []
-
-    def start(**options: object) -> str:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVE, json.dumps(options)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        started.append(proc)
-        url = proc.stdout.readline().strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        return url
-
-    yield start
-    for proc in started:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        proc.stdout.close()
+def serve(stack: contextlib.ExitStack) -> Callable[..., str]:
+    return lambda **options: stack.enter_context(serving(**options)).url
 
 
 @pytest.mark.parametrize("mode", SERVE_MODES)

@@ -45,6 +45,7 @@ from ..limits.request_deadlines import shutdown_socket
 from ..limits.send_backlog import BacklogQueue
 from ..offices.answers import refusal_for
 from ..scale_out.publisher import Publisher
+from .reactor import HandedOver, Reactor
 from .send_failures import SendFailures
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,28 @@ class StoppableEngineIO(engineio.Server):
         self.message_received: Callable[[int], None] | None = None
         self.message_sent: Callable[[int], None] | None = None
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
+        #: Reads every established websocket on one thread, when set (`read_on_one_thread`).
+        self.reactor: Reactor | None = None
+        self._max_websockets = 0
+
+    def read_on_one_thread(self, max_websockets: int) -> None:
+        """Read established websockets on one reactor thread (`reactor.py`) instead of
+        each on the worker thread of its request, at most `max_websockets` of them (one
+        more is closed once open): for a WSGI server that lets go of a request's socket
+        on `HandedOver` (gunicorn's gthread worker: `gunicorn_runner`)."""
+        self.reactor = Reactor("smcp-websocket-reactor", silence=self.ping_interval + self.ping_timeout)
+        self._max_websockets = max_websockets
+
+    def _room_for_websocket(self, eio_sid: str) -> bool:
+        if len(self._websockets) <= self._max_websockets:  # this one included
+            return True
+        logger.warning(
+            "closing Engine.IO connection %s: %d websockets open, more than connections (%d)",
+            eio_sid,
+            len(self._websockets),
+            self._max_websockets,
+        )
+        return False
 
     def sleep(self, seconds: float = 0) -> None:
         self._stopping.wait(seconds)
@@ -118,13 +141,16 @@ class StoppableEngineIO(engineio.Server):
 
     def shutdown(self) -> None:
         """End the background threads running now: sleeps under way, the service task,
-        the deadline thread. What starts afterwards (clients reconnecting after
-        `drop_all_connections`, which leaves the Server serving) works as before: sleeps
-        sleep again (a set event made every later ping thread ping in a loop, ~2,000
-        pings a second to each new client), the next connection starts the service task,
-        the next deadline its thread; after `end()` sleeps keep ending at once.
+        the deadline thread, the reactor (closing what it reads). What starts afterwards
+        (clients reconnecting after `drop_all_connections`, which leaves the Server
+        serving) works as before: sleeps sleep again (a set event made every later ping
+        thread ping in a loop, ~2,000 pings a second to each new client), the next
+        connection starts the service task, the next deadline its thread, the next
+        websocket handed over the reactor; after `end()` sleeps keep ending at once.
         Idempotent (Engine.IO's own shutdown fails when called twice)."""
         self.deadlines.shutdown()
+        if self.reactor is not None:
+            self.reactor.stop()
         stopping = self._stopping
         if not self._ended:
             self._stopping = threading.Event()
@@ -176,6 +202,12 @@ class StoppableEngineIO(engineio.Server):
         recipient): a send that fails drops this connection, and each failure is counted
         (`send_failures`). Every message sent passes here (`message_sent`)."""
         if self._dropping or sid in self._being_dropped:
+            return
+        if _ping_timed_out(self.sockets.get(sid), self.ping_timeout):
+            # closed from the deadline thread, not inside this send (as Engine.IO's would):
+            # the closing session's leave notice is sent to its office from here, under
+            # the sender's locks, while the thread closing an officemate waits on ours
+            self._drop_soon(sid)
             return
         if self.message_sent is not None:  # before the write: the client may act on it before this returns
             self.message_sent(_size(pkt.data))
@@ -322,10 +354,13 @@ class _WriterOnDemand:
     order, and when it closes `ws` are the stock writer's; `join()` waits for the close,
     as the handler waits for the stock writer."""
 
-    def __init__(self, server: StoppableEngineIO, sock: EngineIOSocket, ws: Any) -> None:
+    def __init__(
+        self, server: StoppableEngineIO, sock: EngineIOSocket, ws: Any, after_close: Callable[[], None] | None = None
+    ) -> None:
         self._server = server
         self._queue: BacklogQueue = sock.queue
         self._ws = ws
+        self._after_close = after_close
         self._lock = threading.Lock()
         self._running = False
         self._closed = threading.Event()
@@ -361,9 +396,97 @@ class _WriterOnDemand:
             self._ws.close()
         finally:
             self._closed.set()
+            if self._after_close is not None:
+                self._after_close()
 
     def join(self, timeout: float | None = None) -> None:
         self._closed.wait(timeout)
+
+
+class _ReactorSession:
+    """An Engine.IO session on a websocket the reactor reads (`reactor.Watched`): what
+    the loop of Engine.IO's websocket handler does with each message read (size check,
+    decode, `Socket.receive`: messages, pongs, a CLOSE packet), and what it does after
+    the loop (the writer told to end, the session closed). The descriptor is closed once
+    both the reactor and the writer are done with it: closed earlier, its number could
+    go to a new connection while one of them still used it."""
+
+    def __init__(self, server: StoppableEngineIO, sock: EngineIOSocket, websocket: _CuttableWebSocket) -> None:
+        self._server = server
+        self._socket = sock
+        assert websocket.ws is not None and websocket.raw is not None  # handed over after the handshake
+        self._ws: _InlineWebSocket = websocket.ws
+        self._raw: socket.socket = websocket.raw
+        self._users = 2  # the reactor and the writer
+        self._users_lock = threading.Lock()
+        _WriterOnDemand(server, sock, websocket, after_close=self._let_go)
+
+    def readable(self) -> bool:
+        self._ws.take_in()
+        return self.take_buffered()
+
+    def take_buffered(self) -> bool:
+        """Handle the messages read and not handled yet (a client's first messages may
+        come in the read that brought its UPGRADE packet); False when the connection is
+        over."""
+        ws = self._ws
+        while ws.input_buffer:
+            if not self._receive(ws.input_buffer.pop(0)):
+                return False
+        return ws.connected
+
+    def _receive(self, data: Any) -> bool:
+        try:
+            pkt = _decoded(data, self._server)
+            if pkt is not None:
+                self._socket.receive(pkt)
+        except engineio.exceptions.UnknownPacketError:
+            pass
+        except SocketIsClosedError:
+            return False
+        except Exception as exc:  # as the stock loop: the connection ends, the Server goes on
+            logger.info("%s: closing the connection on a message it sent (%s)", self._socket.sid, type(exc).__name__)
+            return False
+        return True
+
+    def end(self, silent: bool) -> None:
+        if silent:
+            logger.info(
+                "%s: closing the connection, nothing heard for %.0f s (ping_interval + ping_timeout)",
+                self._socket.sid,
+                self._server.ping_interval + self._server.ping_timeout,
+            )
+            shutdown_socket(self._raw)  # the writer's close frame is not waited for
+        self._server._websocket_closed(self._socket.sid)
+        self._socket.queue.put(None)  # the writer sends what is queued, then closes the websocket
+        try:
+            self._socket.close(wait=False, abort=True, reason=self._server.reason.TRANSPORT_CLOSE)
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        with self._users_lock:
+            self._users -= 1
+            last = self._users == 0
+        if last:
+            self._raw.close()
+
+
+def _decoded(data: Any, server: StoppableEngineIO) -> engineio.packet.Packet | None:
+    """An Engine.IO packet read from a websocket (None at its end), refused past
+    `max_http_buffer_size` as Engine.IO's websocket loop does."""
+    if data is None:
+        return None
+    if len(data) > server.max_http_buffer_size:
+        raise ValueError("packet is too large")
+    return engineio.packet.Packet(encoded_packet=data)
+
+
+def _ping_timed_out(sock: EngineIOSocket | None, ping_timeout: float) -> bool:
+    """Whether `sock` did not answer its last ping within `ping_timeout` (the test of
+    `Socket.check_ping_timeout`, which also closes the session)."""
+    last_ping = getattr(sock, "last_ping", None)
+    return last_ping is not None and last_ping > 0 and time.time() - last_ping > ping_timeout
 
 
 def _ping(sock: EngineIOSocket) -> None:
@@ -405,7 +528,9 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
     vanished peer or a client that stops reading would hold the thread forever), and
     shuts it when closed (the thread reading it then returns; a client that never
     answers the close frame held it). Its websocket reads on the connection's own thread
-    (`_InlineWebSocket`), not on a reader thread of its own."""
+    (`_InlineWebSocket`), not on a reader thread of its own; or, with a reactor
+    (`read_on_one_thread`), on the reactor's, once the request's thread has opened the
+    session on it (`_hand_over`) and let go of it."""
 
     def __init__(self, handler: Any, server: StoppableEngineIO, **kwargs: Any) -> None:
         super().__init__(handler, server, **kwargs)
@@ -455,8 +580,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             # close frame came (Engine.IO's writer then ends the connection)
             if not (ws.connected and sock.queue.idle() and room_to_write(self.raw)):
                 return False
-            if sock.check_ping_timeout():  # else it closes the session, as its `send` would
-                ws.send(pkt.encode())
+            ws.send(pkt.encode())  # a session past its ping timeout is dropped before (`send_packet`)
             return True
         except (OSError, simple_websocket.ConnectionClosed):  # a frame may be cut: end it all
             self._server.send_failures.count_failed()
@@ -473,6 +597,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         self.raw = environ[key]
         self.raw.settimeout(self._server.ping_interval + self._server.ping_timeout)
         self._server._websocket_opened(self._eio_sid, self)
+        handed_over = False
         try:
             # Kept for as long as the connection is open: engineio's middleware puts an
             # object of a class made for this request in it (for eventlet, ~2 KB).
@@ -480,6 +605,10 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             environ[key] = _CountedSocket(self.raw, self._server, self._eio_sid)
             # SimpleWebSocketWSGI.__call__, on an `_InlineWebSocket`
             self.ws = ws = _InlineWebSocket(environ, self._writing)
+            reactor = self._server.reactor
+            if reactor is not None and ws.mode == "gunicorn":
+                handed_over = self._hand_over(reactor)
+                raise HandedOver() if handed_over else StopIteration()
             answer = self.app(self)
             if ws.mode == "gunicorn":
                 raise StopIteration()
@@ -487,7 +616,54 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
                 raise ConnectionError()
             return answer
         finally:
-            self._server._websocket_closed(self._eio_sid)
+            if not handed_over:
+                self._server._websocket_closed(self._eio_sid)
+
+    def _hand_over(self, reactor: Reactor) -> bool:
+        """What Engine.IO's websocket handler (`Socket._websocket_handler`) does before
+        its loop, on this thread (a session on long-polling upgrades: a PING probe, a PONG
+        probe, a NOOP that ends the poll, UPGRADE), its writer started on demand
+        (`_WriterOnDemand`); then the reactor reads the socket (`_ReactorSession`, the
+        loop). False: the upgrade failed (the request ends, as the stock handler's), or
+        `read_on_one_thread`'s cap is reached (the session is cut)."""
+        sock = self._socket
+        if not self._server._room_for_websocket(self._eio_sid):
+            self._server.cut(self._eio_sid)
+            return False
+        if sock.connected:
+            sock.upgrading = True  # Engine.IO holds sends meanwhile
+            try:
+                upgraded = self._upgrade()
+            finally:
+                sock.upgrading = False
+            if not upgraded:
+                return False
+        else:
+            sock.connected = True
+        sock.upgraded = True
+        assert self.raw is not None  # set by `__call__`
+        session = _ReactorSession(self._server, sock, self)
+        if session.take_buffered():
+            reactor.add(self.raw, session)
+        else:
+            session.end(silent=False)
+        return True
+
+    def _upgrade(self) -> bool:
+        try:
+            probe = _decoded(self.wait(), self._server)
+            if probe is None or probe.packet_type != engineio.packet.PING or probe.data != "probe":
+                logger.info("%s: failed websocket upgrade, no PING probe", self._eio_sid)
+                return False
+            self.send(engineio.packet.Packet(engineio.packet.PONG, data="probe").encode())
+            self._socket.queue.put(engineio.packet.Packet(engineio.packet.NOOP))  # ends the poll
+            upgrade = _decoded(self.wait(), self._server)
+        except (OSError, ValueError):
+            return False
+        if upgrade is None or upgrade.packet_type != engineio.packet.UPGRADE:
+            logger.info("%s: failed websocket upgrade, no UPGRADE packet", self._eio_sid)
+            return False
+        return True
 
     def close(self) -> None:
         """Send a close frame unless one came or went already, then shut the socket."""
@@ -531,9 +707,10 @@ class _HandshakeDone:
 
 class _InlineWebSocket(simple_websocket.Server):
     """simple-websocket's server side (handshake, frames, close and ping replies),
-    read by the thread or greenlet that asks for the next message instead of a reader
-    thread of its own: an idle connection holds one thread less (benchmarks/README.md,
-    capacity). Engine.IO reads its websocket in one loop, so one reader is all it needs.
+    read by the thread or greenlet that asks for the next message (or by the reactor,
+    `take_in`) instead of a reader thread of its own: an idle connection holds one
+    thread less (benchmarks/README.md, capacity). Engine.IO reads its websocket in one
+    loop, so one reader is all it needs.
     Private parts used (simple-websocket 1.0 to 1.1): `_handle_events`, `input_buffer`,
     `connected`.
 
@@ -553,18 +730,24 @@ class _InlineWebSocket(simple_websocket.Server):
     def receive(self, timeout: float | None = None) -> Any:
         """The next message; blocks on the socket (its own timeout bounds each read)."""
         while self.connected and not self.input_buffer:
-            try:
-                data = self.sock.recv(self.receive_bytes)
-                if not data:
-                    raise ConnectionResetError()
-                with self._taking_in:
-                    self.ws.receive_data(data)
-                    self.connected = self._handle_events()
-            except (OSError, simple_websocket.ws.LocalProtocolError):
-                self.connected = False
+            self.take_in()
         if self.input_buffer:
             return self.input_buffer.pop(0)
         raise simple_websocket.ConnectionClosed(self.close_reason, self.close_message)
+
+    def take_in(self) -> None:
+        """Read once from the socket and take in the frames read: complete messages go
+        to `input_buffer`; pings and a close frame are answered; `connected` turns false
+        at the connection's end (or a read that fails)."""
+        try:
+            data = self.sock.recv(self.receive_bytes)
+            if not data:
+                raise ConnectionResetError()
+            with self._taking_in:
+                self.ws.receive_data(data)
+                self.connected = self._handle_events()
+        except (OSError, simple_websocket.ws.LocalProtocolError):
+            self.connected = False
 
 
 #: Where werkzeug and gunicorn put a request's TCP socket in the WSGI environment (the

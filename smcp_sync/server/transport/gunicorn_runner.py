@@ -11,19 +11,22 @@ Reading a request is bounded (`request_deadlines`): gthread waits a few seconds 
 connection's first bytes without a thread, but a request line sent half-way holds a
 worker thread for as long as the client keeps the connection open.
 
-Why gevent too: each open websocket holds about four threads in threading mode (the
-connection's, simple-websocket's reader, Engine.IO's writer, a ping thread per cycle),
-and past ~3,000 connections a ping cycle makes thousands of them runnable at once
-(benchmarks/README.md, capacity). Under gunicorn's gevent worker, the deployment
-python-socketio documents for its sync Server, they are greenlets: no thread per
-connection. The worker patches the standard library before it loads the app, so the
-app is built there (`build`), after the patch: every lock, event and thread the Server
-makes is then gevent's.
+A websocket, once open, leaves its gthread worker thread: the request ends with
+`reactor.HandedOver` and the one reactor thread reads the socket from then on
+(`reactor.py`; before, each websocket held its worker thread and Engine.IO's writer for
+its whole life, and at 3,000 offices the Server answered nothing: benchmarks/README.md,
+Run Z). gthread then closes nothing of it (`_BoundedThreadWorker.handle_request`).
+
+Why gevent too: it is the deployment python-socketio documents for its sync Server,
+and a connection there is greenlets, no thread at all. The worker patches the standard
+library before it loads the app, so the app is built there (`build`), after the patch:
+every lock, event and thread the Server makes is then gevent's.
 
 Exactly one worker process: sessions, offices and pending calls live in that process
 (several processes need a shared registry and a message queue). gunicorn's
-`worker_connections` caps the connections the worker holds: `threads` in mode "threads"
-(each open connection occupies a worker thread), `connections` in mode "gevent".
+`worker_connections` caps the connections the worker holds: twice `threads` in mode
+"threads", besides the websockets the reactor reads (at most `connections`:
+`StoppableEngineIO.read_on_one_thread`), `connections` in mode "gevent".
 
 Shutdown: Ctrl-C (SIGINT), SIGQUIT and SIGTERM all end within about a second: the worker
 first drops every Socket.IO connection. Clients see a lost transport, not a
@@ -52,6 +55,7 @@ from gunicorn.arbiter import Arbiter
 from gunicorn.workers.gthread import ThreadWorker
 
 from ..limits.request_deadlines import RequestDeadlines
+from .reactor import HandedOver
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +124,8 @@ class GunicornServer(BaseApplication):
             # (`gevent_worker`); gthread keeps its default (how long a kept-alive
             # connection waits without a thread)
             **({"keepalive": math.ceil(header_timeout)} if mode == "gevent" else {}),
-            "post_worker_init": lambda worker: self._init_worker(worker, worker_connections),
+            # mode "threads": its websockets leave gunicorn's count for the reactor's
+            "post_worker_init": lambda worker: self._init_worker(worker, worker_connections + (connections if mode == "threads" else 0)),
             "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
             # embedded server should create no files and no extra management interface.
@@ -201,8 +206,30 @@ class _BoundedThreadWorker(ThreadWorker):
             conn.smcp_head_deadline.cancel()
 
     def handle_request(self, req: Any, conn: Any) -> Any:
+        """gunicorn's; a websocket handed over to the reactor (`HandedOver`) leaves the
+        connection: gunicorn closes it after the request (gunicorn 27 shuts its writing
+        side first), and must close nothing the reactor reads."""
         self.request_deadlines.head_read(conn.sock, conn.smcp_head_deadline)
-        return super().handle_request(req, conn)
+        try:
+            return super().handle_request(req, conn)
+        except HandedOver:
+            conn.sock = _LetGo()
+            raise StopIteration() from None
+
+
+class _LetGo:
+    """What a gthread connection holds in place of a socket the reactor took: closing it
+    (gunicorn 22-26 `close`, 27 `setblocking` then `shutdown` for a graceful close, which
+    gives up on an OSError) does nothing."""
+
+    def setblocking(self, flag: bool) -> None:
+        pass
+
+    def shutdown(self, how: int) -> None:
+        raise OSError("handed over to the reactor")
+
+    def close(self) -> None:
+        pass
 
 
 def _allow_open_files(needed: int) -> None:

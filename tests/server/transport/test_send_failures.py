@@ -207,3 +207,21 @@ def test_many_offices_leaving_at_once_log_no_error(server, peer_factory, caplog)
     errors = [record for record in caplog.records if record.levelno >= logging.ERROR]
     assert errors == [], [record.getMessage() for record in errors]
 
+
+
+def test_officemates_that_stop_answering_pings_together_are_all_closed(server_factory, fast_switching):
+    """Each silent session is closed by one thread (its reader, Engine.IO's service task)
+    while the other's leave notice goes to it: a send to a session past its ping timeout
+    closed it right there, under the sender's session lock, and two such threads, each
+    holding one officemate's lock, waited on each other for good (the Server's stop too)."""
+    server = server_factory(ping_interval=1, ping_timeout=1)
+    silent = [
+        joined_websocket(server.url, role, f"{role}-{office}", f"office-{office}")
+        for office in range(CHURNED)
+        for role in ("agent", "computer")
+    ]  # they never answer a ping
+    try:
+        wait_until(lambda: not server.sio.eio.sockets, timeout=30)
+    finally:
+        for ws in silent:
+            ws.shutdown()

@@ -1,0 +1,139 @@
+"""`serve(mode="threads")`: gunicorn's gthread worker hands each websocket over to the
+one reactor thread (`transport/reactor.py`) once it is open, and every promise of the
+transport holds there: the ping timeout, `cut`, the receive bound before
+authentication, close frames, the connections cap, a clean stop. The reactor alone:
+test_reactor.py."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+import pytest
+import websocket
+
+from reliability.hostile import closed_by_server, engineio_websocket, joined_websocket
+from reliability.served import Served, serving
+
+from ..peers import Peer, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+#: Seconds a websocket may take to be closed by the Server once it should be.
+CLOSED_WITHIN = 10.0
+
+
+@pytest.fixture
+def serve(no_leaks) -> Iterator[Callable[..., Served]]:
+    with contextlib.ExitStack() as stack:
+        yield lambda **options: stack.enter_context(serving(mode="threads", **options))
+
+
+@pytest.fixture
+def websockets() -> Iterator[list[websocket.WebSocket]]:
+    """The test's websockets, shut when it ends (the Server may have closed them)."""
+    opened: list[websocket.WebSocket] = []
+    yield opened
+    for ws in opened:
+        ws.shutdown()
+
+
+def _join_offices(url: str, offices: range, opened: list[websocket.WebSocket]) -> None:
+    for office in offices:
+        for role in ("agent", "computer"):
+            opened.append(joined_websocket(url, role, f"{role}-{office}", f"office-{office}"))
+
+
+def test_many_websockets_are_read_by_one_thread_not_two_each(serve, websockets):
+    """40 websockets on a worker of 4 threads: gthread alone would serve 4 at once and
+    accept 8; each websocket held its request's thread and Engine.IO's writer."""
+    served = serve(threads=4)
+    _join_offices(served.url, range(1), websockets)
+    worker = served.worker()
+    threads = worker.num_threads()
+    _join_offices(served.url, range(1, 21), websockets)  # each join is read by the reactor
+    wait_until(lambda: worker.num_threads() <= threads + 4)  # gthread's pool grows to its 4 threads at most
+    assert len(websockets) == 42 and all(ws.connected for ws in websockets)
+
+
+def test_clients_upgrading_from_polling_are_handed_over_and_routed(serve):
+    """The upgrade's probe is read on the request's thread, then the reactor reads on."""
+    served = serve(threads=4)
+    computer = Peer(served.url, transports=("polling", "websocket"))
+    agent = Peer(served.url, transports=("polling", "websocket"))
+    try:
+        assert computer.join("computer", "c1", "office-1") == (True, None)
+        assert agent.join("agent", "a1", "office-1") == (True, None)
+        wait_until(lambda: computer.client.eio.current_transport == agent.client.eio.current_transport == "websocket")
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": data["params"]["x"]}]})
+        for text in ("over", "the", "reactor"):
+            call = {"agent": "a1", "req_id": text, "computer": "c1", "tool_name": "echo", "params": {"x": text}, "timeout": 5}
+            assert agent.call("client:tool_call", call) == {"content": [{"type": "text", "text": text}]}
+    finally:
+        agent.close()
+        computer.close()
+
+
+def test_a_client_that_stops_answering_pings_is_closed_and_its_descriptor_freed(serve, websockets):
+    served = serve(ping_interval=1, ping_timeout=1)
+    websockets.append(joined_websocket(served.url, "agent", "before", "office-1"))
+    worker = served.worker()
+    descriptors = worker.num_fds()
+    silent = joined_websocket(served.url, "agent", "silent", "office-2")  # never answers a ping
+    websockets.append(silent)
+    assert closed_by_server(silent, CLOSED_WITHIN)
+    wait_until(lambda: worker.num_fds() <= descriptors)
+
+
+def test_a_client_cut_in_the_middle_of_a_frame_is_closed(serve, websockets):
+    """Half a frame, then nothing: its handshake deadline cuts it (`StoppableEngineIO.cut`)
+    while the reactor waits for the rest."""
+    served = serve(limits={"handshake_timeout": 1.0})
+    ws = engineio_websocket(served.url)
+    websockets.append(ws)
+    ws.sock.sendall(b"\x81\xfe\x10")  # a masked text frame of 16-bit length, cut after its length's first byte
+    assert closed_by_server(ws, CLOSED_WITHIN)
+
+
+def test_a_client_sending_past_the_receive_bound_before_authenticating_is_closed(serve, websockets):
+    served = serve(limits={"max_unauthenticated_bytes": 1024})
+    ws = engineio_websocket(served.url)
+    websockets.append(ws)
+    ws.send("4" + "x" * 4096)
+    assert closed_by_server(ws, CLOSED_WITHIN)
+    joined = joined_websocket(served.url, "agent", "after", "office-1")  # the Server reads on
+    websockets.append(joined)
+
+
+def test_a_close_frame_is_answered_with_one(serve, websockets):
+    served = serve()
+    ws = joined_websocket(served.url, "agent", "leaving", "office-1")
+    websockets.append(ws)
+    ws.send_close(websocket.STATUS_NORMAL)
+    while (frame := ws.recv_frame()).opcode != websocket.ABNF.OPCODE_CLOSE:
+        pass  # the leave of its office may come first
+    assert frame.data[:2] == websocket.STATUS_NORMAL.to_bytes(2, "big")
+
+
+def test_a_websocket_past_connections_is_closed_once_open(serve, websockets):
+    served = serve(connections=2)
+    _join_offices(served.url, range(1), websockets)
+    with pytest.raises(websocket.WebSocketConnectionClosedException):
+        websockets.append(engineio_websocket(served.url))
+    websockets[0].close()  # one leaves: room for one more
+    wait_until(lambda: _opens(served.url, websockets))
+
+
+def _opens(url: str, opened: list[websocket.WebSocket]) -> bool:
+    try:
+        opened.append(engineio_websocket(url))
+    except websocket.WebSocketConnectionClosedException:
+        return False
+    return True
+
+
+def test_sigterm_with_websockets_open_stops_cleanly_and_closes_them(serve, websockets):
+    served = serve()
+    _join_offices(served.url, range(5), websockets)
+    assert served.stop() == 0
+    assert all(closed_by_server(ws, CLOSED_WITHIN) for ws in websockets)
