@@ -403,6 +403,49 @@ class _WriterOnDemand:
         self._closed.wait(timeout)
 
 
+class _FrameLock:
+    """The lock a websocket's frames are written and taken in under
+    (`_CuttableWebSocket._writing`), which the reactor never waits for: while a writer
+    holds it (on a peer that reads nothing, a write waits up to the ping cycle), the
+    reactor leaves the socket and the writer, letting go, calls what it left
+    (`take_or_call_when_free`): a stuck connection holds up nobody else."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = threading.Lock()
+        self._when_free: Callable[[], None] | None = None
+
+    def __enter__(self) -> _FrameLock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.release()
+
+    def acquire(self, blocking: bool = True) -> bool:
+        return self._lock.acquire(blocking)
+
+    def release(self) -> None:
+        self._lock.release()
+        with self._state:
+            when_free, self._when_free = self._when_free, None
+        if when_free is not None:
+            when_free()
+
+    def take_or_call_when_free(self, when_free: Callable[[], None]) -> bool:
+        """Take the lock if it is free; else False, and whoever holds it calls `when_free`
+        once it lets go."""
+        if self._lock.acquire(blocking=False):
+            return True
+        with self._state:
+            self._when_free = when_free
+        if self._lock.acquire(blocking=False):  # let go meanwhile, maybe before it could see `when_free`
+            with self._state:
+                self._when_free = None
+            return True
+        return False
+
+
 class _ReactorSession:
     """An Engine.IO session on a websocket the reactor reads (`reactor.Watched`): what
     the loop of Engine.IO's websocket handler does with each message read (size check,
@@ -411,8 +454,11 @@ class _ReactorSession:
     both the reactor and the writer are done with it: closed earlier, its number could
     go to a new connection while one of them still used it."""
 
-    def __init__(self, server: StoppableEngineIO, sock: EngineIOSocket, websocket: _CuttableWebSocket) -> None:
+    def __init__(
+        self, server: StoppableEngineIO, sock: EngineIOSocket, websocket: _CuttableWebSocket, reactor: Reactor
+    ) -> None:
         self._server = server
+        self._reactor = reactor
         self._socket = sock
         assert websocket.ws is not None and websocket.raw is not None  # handed over after the handshake
         self._ws: _InlineWebSocket = websocket.ws
@@ -421,9 +467,13 @@ class _ReactorSession:
         self._users_lock = threading.Lock()
         _WriterOnDemand(server, sock, websocket, after_close=self._let_go)
 
-    def readable(self) -> bool:
-        self._ws.take_in()
+    def readable(self) -> bool | None:
+        if not self._ws.take_in_now(self._resume):
+            return None  # a writer holds the websocket: read on once it lets go
         return self.take_buffered()
+
+    def _resume(self) -> None:
+        self._reactor.resume(self._raw)
 
     def take_buffered(self) -> bool:
         """Handle the messages read and not handled yet (a client's first messages may
@@ -544,7 +594,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         #: One frame at a time (the writer's, `send_at_once`'s or `close`'s), and never
         #: while the reader is taking in a frame: a close frame changes the websocket's
         #: state, and wsproto refuses to send a message once a close has begun.
-        self._writing = threading.Lock()
+        self._writing = _FrameLock()
 
     def send(self, message: Any) -> None:
         """What Engine.IO's writer calls for each packet it took from the queue."""
@@ -642,7 +692,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
             sock.connected = True
         sock.upgraded = True
         assert self.raw is not None  # set by `__call__`
-        session = _ReactorSession(self._server, sock, self)
+        session = _ReactorSession(self._server, sock, self, reactor)
         if session.take_buffered():
             reactor.add(self.raw, session)
         else:
@@ -720,7 +770,7 @@ class _InlineWebSocket(simple_websocket.Server):
 
     connected: bool
 
-    def __init__(self, environ: dict[str, Any], taking_in: threading.Lock) -> None:
+    def __init__(self, environ: dict[str, Any], taking_in: _FrameLock) -> None:
         self._taking_in = taking_in
         super().__init__(environ, thread_class=_NoThread, event_class=_NoEvent)
         # The handshake is over (or failed: then nothing reads on): wsproto keeps its
@@ -736,16 +786,47 @@ class _InlineWebSocket(simple_websocket.Server):
         raise simple_websocket.ConnectionClosed(self.close_reason, self.close_message)
 
     def take_in(self) -> None:
-        """Read once from the socket and take in the frames read: complete messages go
-        to `input_buffer`; pings and a close frame are answered; `connected` turns false
-        at the connection's end (or a read that fails)."""
-        try:
-            data = self.sock.recv(self.receive_bytes)
-            if not data:
-                raise ConnectionResetError()
+        """Read once from the socket (waiting for data), then take in the frames read:
+        complete messages go to `input_buffer`; pings and a close frame are answered;
+        `connected` turns false at the connection's end (or a read that fails)."""
+        data = self._read()
+        if data is not None:
             with self._taking_in:
-                self.ws.receive_data(data)
-                self.connected = self._handle_events()
+                self._take(data)
+
+    def take_in_now(self, when_free: Callable[[], None]) -> bool:
+        """`take_in` for the reactor, which must never wait: the socket is readable, and
+        the lock is taken first or not at all (False: `when_free` is called once the
+        writer holding it lets go; nothing was read). What the frames ask to be answered
+        (pong, close) is written only if the socket takes it at once: a peer that reads
+        nothing gets its connection ended instead."""
+        if not self._taking_in.take_or_call_when_free(when_free):
+            return False
+        sock: _CountedSocket = self.sock
+        try:
+            data = self._read()
+            if data is not None:
+                sock.must_not_wait = True
+                self._take(data)
+        finally:
+            sock.must_not_wait = False
+            self._taking_in.release()
+        return True
+
+    def _read(self) -> bytes | None:
+        try:
+            data: bytes = self.sock.recv(self.receive_bytes)
+        except OSError:
+            data = b""
+        if not data:
+            self.connected = False
+            return None
+        return data
+
+    def _take(self, data: bytes) -> None:
+        try:
+            self.ws.receive_data(data)
+            self.connected = self._handle_events()
         except (OSError, simple_websocket.ws.LocalProtocolError):
             self.connected = False
 
@@ -766,12 +847,17 @@ class _CountedSocket:
         self._server = server
         self._eio_sid = eio_sid
         self._sending = threading.Lock()
+        #: Set while the reactor takes frames in (`_InlineWebSocket.take_in_now`): the
+        #: replies they ask for are written only if the socket has room.
+        self.must_not_wait = False
 
     def send(self, data: bytes) -> int:
         """Whole frames, one writer at a time: Engine.IO's writer and the reader's
         replies (pong, close) both send, and a partial `sendall` of one would interleave
         with the other's (under gevent, a second greenlet waiting to write a socket
         raises)."""
+        if self.must_not_wait and not room_to_write(self._sock):
+            raise BlockingIOError("the peer reads nothing: a reply to it would wait")
         with self._sending:
             self._sock.sendall(data)
         return len(data)

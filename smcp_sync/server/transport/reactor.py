@@ -7,7 +7,9 @@ nothing (benchmarks/README.md, Run Z). Here one thread waits on all of them
 (`selectors.DefaultSelector`: epoll on Linux) and, when one is readable, lets its owner
 read what is there (`Watched.readable`). A socket that stays silent longer than `silence`
 seconds is ended: per-socket deadlines, kept in a heap and checked lazily (each read only
-records its time).
+records its time). An owner that cannot take in now without waiting (a writer holds its
+websocket) pauses its socket instead, and resumes it from the thread that lets go
+(`Reactor.resume`): one stuck connection never holds up the others.
 
 This module knows sockets and callbacks only; what a read means (frames, Engine.IO
 packets) is the caller's (`engine.py`).
@@ -39,9 +41,10 @@ class HandedOver(StopIteration):
 class Watched(Protocol):
     """What the reactor calls for one socket, always on its thread."""
 
-    def readable(self) -> bool:
+    def readable(self) -> bool | None:
         """The socket has something to read (data, or its end): take it in without
-        blocking. False when the connection is over."""
+        blocking. False when the connection is over; None when it cannot be taken in
+        without waiting: the socket is not watched until `Reactor.resume`."""
 
     def end(self, silent: bool) -> None:
         """The connection is over (`readable` said so, it was `silent` too long, or the
@@ -64,6 +67,14 @@ class Reactor:
             if self._loop is None or self._loop.stopping:  # stopping on its own: it failed
                 self._loop = _Loop(self._name, self._silence)
             self._loop.add(sock, watched)
+
+    def resume(self, sock: socket.socket) -> None:
+        """Watch `sock` again after its `readable` said None (from any thread; nothing if
+        it was not paused, or is over)."""
+        with self._lock:
+            loop = self._loop
+        if loop is not None:
+            loop.resume(sock)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """End the thread and every connection it reads (`Watched.end`)."""
@@ -95,6 +106,9 @@ class _Loop:
         self._selector.register(self._wake_in, selectors.EVENT_READ)
         self._lock = threading.Lock()
         self._added: list[_Entry] = []
+        self._resumed: list[socket.socket] = []
+        #: the sockets whose `readable` said None, not watched until resumed
+        self._paused: dict[socket.socket, _Entry] = {}
         self._stopping = False
         #: (due, order, entry): when each socket's silence is looked at next
         self._due: list[tuple[float, int, _Entry]] = []
@@ -115,6 +129,11 @@ class _Loop:
         if stopping:  # a run that ends takes nothing more
             _end(entry, silent=False)
             return
+        self._wake()
+
+    def resume(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._resumed.append(sock)
         self._wake()
 
     def stop(self, timeout: float) -> None:
@@ -155,9 +174,13 @@ class _Loop:
             except Exception:
                 logger.exception("reading a websocket failed; closing it")
                 alive = False
-            if not alive:
+            if alive is None:
+                self._selector.unregister(entry.sock)
+                self._paused[entry.sock] = entry
+            elif not alive:
                 self._end(entry, silent=False)
         self._take_added(now)
+        self._take_resumed()
         self._end_silent(now)
 
     def _drain_wake(self) -> None:
@@ -178,6 +201,18 @@ class _Loop:
                 continue
             heapq.heappush(self._due, (now + self._silence, next(self._order), entry))
 
+    def _take_resumed(self) -> None:
+        with self._lock:
+            resumed, self._resumed = self._resumed, []
+        for sock in resumed:
+            entry = self._paused.pop(sock, None)
+            if entry is None or entry.ended:  # not paused (it took the lock after all), or over
+                continue
+            try:
+                self._selector.register(entry.sock, selectors.EVENT_READ, entry)
+            except (OSError, ValueError, KeyError):  # closed meanwhile
+                _end(entry, silent=False)
+
     def _end_silent(self, now: float) -> None:
         while self._due and self._due[0][0] <= now:
             _, _, entry = heapq.heappop(self._due)
@@ -190,9 +225,10 @@ class _Loop:
                 self._end(entry, silent=True)
 
     def _end(self, entry: _Entry, silent: bool) -> None:
+        self._paused.pop(entry.sock, None)
         try:
             self._selector.unregister(entry.sock)
-        except (KeyError, ValueError, OSError):
+        except (KeyError, ValueError, OSError):  # paused, or closed
             pass
         _end(entry, silent)
 
@@ -203,6 +239,8 @@ class _Loop:
         for key in list(self._selector.get_map().values()):
             if key.data is not None:
                 self._end(key.data, silent=False)
+        for entry in list(self._paused.values()):
+            self._end(entry, silent=False)
         for entry in added:
             _end(entry, silent=False)
         self._due.clear()

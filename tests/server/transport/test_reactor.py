@@ -174,3 +174,67 @@ def test_a_reactor_whose_thread_failed_closes_its_connections_and_starts_anew(pa
         later.wait_for(lambda r: r.read == b"read by a new thread")
     finally:
         reactor.stop()
+
+
+class Pausing(Recorder):
+    """A `Recorder` that cannot take in while `held` is set: it pauses its socket, and
+    letting go resumes it (what a websocket does while its writer holds it)."""
+
+    def __init__(self, sock: socket.socket, reactor: Reactor) -> None:
+        super().__init__(sock)
+        self.reactor = reactor
+        self.held = threading.Event()
+        self.paused = 0
+
+    def readable(self) -> bool | None:
+        if self.held.is_set():
+            with self.got:
+                self.paused += 1
+                self.got.notify_all()
+            return None
+        return super().readable()
+
+    def let_go(self) -> None:
+        self.held.clear()
+        self.reactor.resume(self.sock)
+
+
+def test_a_paused_socket_is_not_read_until_resumed_and_the_others_are(pairs):
+    reactor = Reactor("test-reactor", silence=60.0)
+    try:
+        ours, recorder = _pair(pairs)
+        paused = Pausing(recorder.sock, reactor)
+        paused.held.set()
+        reactor.add(paused.sock, paused)
+        other_end, other = _pair(pairs)
+        reactor.add(other.sock, other)
+        ours.sendall(b"waits")
+        paused.wait_for(lambda r: r.paused == 1)
+        other_end.sendall(b"read on")  # read while the first is paused; the first is not asked again
+        other.wait_for(lambda r: r.read == b"read on")
+        assert paused.paused == 1 and paused.read == b""
+        paused.let_go()
+        paused.wait_for(lambda r: r.read == b"waits")
+        reactor.resume(paused.sock)  # resuming a socket that is watched: nothing
+        ours.sendall(b" and more")
+        paused.wait_for(lambda r: r.read == b"waits and more")
+        assert paused.ends == []
+    finally:
+        reactor.stop()
+    assert paused.ends == [False] and other.ends == [False]  # the stop ends both, once each
+
+
+def test_a_socket_paused_at_the_stop_is_ended_too(pairs):
+    reactor = Reactor("test-reactor", silence=60.0)
+    ours, recorder = _pair(pairs)
+    paused = Pausing(recorder.sock, reactor)
+    paused.held.set()
+    try:
+        reactor.add(paused.sock, paused)
+        ours.sendall(b"waits")
+        paused.wait_for(lambda r: r.paused == 1)
+    finally:
+        reactor.stop()
+    assert paused.ends == [False]
+    paused.let_go()  # resumed after the stop: nothing (no reactor runs)
+    assert paused.ends == [False]

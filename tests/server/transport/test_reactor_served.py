@@ -7,6 +7,7 @@ test_reactor.py."""
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Callable, Iterator
 
 import pytest
@@ -14,6 +15,8 @@ import websocket
 
 from reliability.hostile import closed_by_server, engineio_websocket, joined_websocket
 from reliability.served import Served, serving
+
+from smcp_sync.protocol.events import NAMESPACE
 
 from ..peers import Peer, wait_until
 
@@ -137,3 +140,53 @@ def test_sigterm_with_websockets_open_stops_cleanly_and_closes_them(serve, webso
     _join_offices(served.url, range(5), websockets)
     assert served.stop() == 0
     assert all(closed_by_server(ws, CLOSED_WITHIN) for ws in websockets)
+
+
+def test_a_client_that_reads_nothing_holds_up_no_other_connection(serve, websockets):
+    """A client that reads nothing while big answers come for it has Engine.IO's writer
+    stuck in a write to it (bounded by ping_interval + ping_timeout: 20 s here). What it
+    sends meanwhile waits for that write, on its own; the reactor reads the others on:
+    another office's calls are answered."""
+    served = serve(ping_interval=10, ping_timeout=10)
+    answered: list[str] = []
+    peers = [Peer(served.url) for _ in range(3)]
+    computer, agent, big_computer = peers
+    try:
+        assert computer.join("computer", "c1", "office-1") == big_computer.join("computer", "c2", "office-2") == (True, None)
+        assert agent.join("agent", "a1", "office-1") == (True, None)
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": data["params"]["x"]}]})
+
+        def big_answer(data: dict) -> dict:
+            answered.append(data["req_id"])
+            return {"content": [{"type": "text", "text": "x" * 256 * 1024}]}
+
+        big_computer.answer("client:tool_call", big_answer)
+        hostile = joined_websocket(served.url, "agent", "stuck", "office-2", receive_buffer=4096)
+        websockets.append(hostile)
+        for n in range(40):  # 10 MB of answers for a client that reads nothing
+            call = {"agent": "stuck", "req_id": f"big-{n}", "computer": "c2", "tool_name": "echo", "params": {}, "timeout": 30}
+            hostile.send(f"42{NAMESPACE},{n + 2}" + json.dumps(["client:tool_call", call]))
+        wait_until(lambda: len(answered) == 40, timeout=30)
+        for text in ("read", "the", "others"):
+            hostile.send("3")  # an Engine.IO pong: it comes in while the writer is stuck
+            call = {"agent": "a1", "req_id": text, "computer": "c1", "tool_name": "echo", "params": {"x": text}, "timeout": 5}
+            assert agent.call("client:tool_call", call, timeout=5) == {"content": [{"type": "text", "text": text}]}
+    finally:
+        for peer in peers:
+            peer.client.disconnect()
+
+
+def test_a_client_that_sends_pings_and_reads_no_pongs_is_closed(serve, websockets):
+    """The reactor answers a ping only if the socket takes the pong at once: a client
+    that floods pings and reads nothing has its connection ended, and the reactor reads
+    the others on."""
+    served = serve()
+    flooder = joined_websocket(served.url, "agent", "pinger", "office-1", receive_buffer=4096)
+    websockets.append(flooder)
+    pings = (b"\x89\xfd\x00\x00\x00\x00" + b"p" * 125) * 100  # masked pings of 125 bytes (a zero mask)
+    flooder.sock.settimeout(CLOSED_WITHIN)
+    with contextlib.suppress(OSError):  # sent until the Server ends it
+        for _ in range(10_000):
+            flooder.sock.sendall(pings)
+    assert closed_by_server(flooder, CLOSED_WITHIN)
+    websockets.append(joined_websocket(served.url, "agent", "after", "office-2"))
