@@ -1,6 +1,7 @@
 """`SMCPServer.serve()` (gunicorn: a master and one worker process) in a child process,
 for tests of the production server: started with `SMCPServer`'s options, `ServerLimits`
-under "limits" and `serve()`'s under "mode", "threads", "connections"; stopped by SIGTERM."""
+under "limits", a Redis URL under "redis" and `serve()`'s under "mode", "threads",
+"connections"; stopped by SIGTERM."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ import psutil
 SERVE = """
 import json, sys
 from smcp_sync import SMCPServer
-from smcp_sync.server import ServerLimits
+from smcp_sync.server import RedisOptions, ServerLimits
 options = json.loads(sys.argv[1])
 serving = {key: options.pop(key) for key in ("mode", "threads", "connections") if key in options}
+if "redis" in options:
+    options["redis"] = RedisOptions(options["redis"])
 SMCPServer(limits=ServerLimits(**options.pop("limits", {})), **options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
 """
 #: Seconds the Server may take to stop on SIGTERM (it drops its connections first: about a second).

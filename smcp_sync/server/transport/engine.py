@@ -100,6 +100,8 @@ class StoppableEngineIO(engineio.Server):
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
         #: Reads every established websocket on one thread, when set (`read_on_one_thread`).
         self.reactor: Reactor | None = None
+        #: Where sessions the reactor read are closed (`_ReactorSession.end`), when set.
+        self._session_ends: WorkerPool | None = None
         self._max_websockets = 0
 
     def read_on_one_thread(self, max_websockets: int) -> None:
@@ -109,6 +111,15 @@ class StoppableEngineIO(engineio.Server):
         on `HandedOver` (gunicorn's gthread worker: `gunicorn_runner`)."""
         self.reactor = Reactor("smcp-websocket-reactor", silence=self.ping_interval + self.ping_timeout)
         self._max_websockets = max_websockets
+        self._session_ends = _session_end_pool(max_websockets)
+
+    def off_the_reactor(self, close: Callable[[], None]) -> None:
+        """Run `close` (a session's end: its disconnect handlers, which may wait on the
+        office registry's Redis) on a thread of its own, never on the reactor's: a Redis
+        that hangs holds up the sessions ending, not every websocket of the process."""
+        ends = self._session_ends
+        if ends is None or not ends.submit(close):
+            close()
 
     def _room_for_websocket(self, eio_sid: str) -> bool:
         if len(self._websockets) <= self._max_websockets:  # this one included
@@ -151,6 +162,9 @@ class StoppableEngineIO(engineio.Server):
         self.deadlines.shutdown()
         if self.reactor is not None:
             self.reactor.stop()
+        if self._session_ends is not None:  # the sessions the reactor's stop ended are closed
+            ends, self._session_ends = self._session_ends, _session_end_pool(self._max_websockets)
+            ends.shutdown(HANDLER_STOP_TIMEOUT)
         stopping = self._stopping
         if not self._ended:
             self._stopping = threading.Event()
@@ -403,6 +417,15 @@ class _WriterOnDemand:
         self._closed.wait(timeout)
 
 
+#: Threads closing sessions the reactor read (`StoppableEngineIO.off_the_reactor`): a few
+#: suffice when nothing waits; the rest queue (every open websocket may end at once).
+SESSION_END_WORKERS = 8
+
+
+def _session_end_pool(max_websockets: int) -> WorkerPool:
+    return WorkerPool("smcp-session-end", max_workers=SESSION_END_WORKERS, max_queued=max_websockets + 1)
+
+
 class _FrameLock:
     """The lock a websocket's frames are written and taken in under
     (`_CuttableWebSocket._writing`), which the reactor never waits for: while a writer
@@ -509,6 +532,9 @@ class _ReactorSession:
             shutdown_socket(self._raw)  # the writer's close frame is not waited for
         self._server._websocket_closed(self._socket.sid)
         self._socket.queue.put(None)  # the writer sends what is queued, then closes the websocket
+        self._server.off_the_reactor(self._close)
+
+    def _close(self) -> None:
         try:
             self._socket.close(wait=False, abort=True, reason=self._server.reason.TRANSPORT_CLOSE)
         finally:
