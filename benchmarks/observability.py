@@ -83,8 +83,8 @@ def measure(server_observes: str, traced: bool, calls: int) -> dict[str, float]:
 def _cpu(process: psutil.Process) -> float:
     """CPU seconds of `process` and its children (the Computer's MCP server)."""
     times = process.cpu_times()
-    children = sum(child.cpu_times().user + child.cpu_times().system for child in process.children(recursive=True))
-    return times.user + times.system + children
+    children = [child.cpu_times() for child in process.children(recursive=True)]
+    return times.user + times.system + sum(child.user + child.system for child in children)
 
 
 FIGURES = {

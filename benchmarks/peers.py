@@ -47,6 +47,8 @@ import os
 import signal
 import sys
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
@@ -198,9 +200,6 @@ def run_computer(args: argparse.Namespace) -> None:
 
 
 def run_callers(args: argparse.Namespace) -> None:
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-
     from smcp_sync.agent import Agent
     from smcp_sync.connection.session import ReconnectPolicy
 

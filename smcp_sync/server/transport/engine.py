@@ -784,7 +784,7 @@ class _HandshakeDone:
 class _InlineWebSocket(simple_websocket.Server):
     """simple-websocket's server side (handshake, frames, close and ping replies),
     read by the thread or greenlet that asks for the next message (or by the reactor,
-    `take_in`) instead of a reader thread of its own: an idle connection holds one
+    `take_in_now`) instead of a reader thread of its own: an idle connection holds one
     thread less (benchmarks/README.md, capacity). Engine.IO reads its websocket in one
     loop, so one reader is all it needs.
     Private parts used (simple-websocket 1.0 to 1.1): `_handle_events`, `input_buffer`,

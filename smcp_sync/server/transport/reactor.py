@@ -194,24 +194,26 @@ class _Loop:
         with self._lock:
             added, self._added = self._added, []
         for entry in added:
-            try:
-                self._selector.register(entry.sock, selectors.EVENT_READ, entry)
-            except (OSError, ValueError, KeyError):  # closed meanwhile
-                _end(entry, silent=False)
-                continue
-            heapq.heappush(self._due, (now + self._silence, next(self._order), entry))
+            if self._watch(entry):
+                heapq.heappush(self._due, (now + self._silence, next(self._order), entry))
 
     def _take_resumed(self) -> None:
         with self._lock:
             resumed, self._resumed = self._resumed, []
         for sock in resumed:
             entry = self._paused.pop(sock, None)
-            if entry is None or entry.ended:  # not paused (it took the lock after all), or over
-                continue
-            try:
-                self._selector.register(entry.sock, selectors.EVENT_READ, entry)
-            except (OSError, ValueError, KeyError):  # closed meanwhile
-                _end(entry, silent=False)
+            if entry is not None and not entry.ended:  # else not paused (it took the lock after all), or over
+                self._watch(entry)
+
+    def _watch(self, entry: _Entry) -> bool:
+        """Select `entry`'s socket for reading; False (and the connection ended) when it
+        was closed meanwhile."""
+        try:
+            self._selector.register(entry.sock, selectors.EVENT_READ, entry)
+        except (OSError, ValueError, KeyError):
+            _end(entry, silent=False)
+            return False
+        return True
 
     def _end_silent(self, now: float) -> None:
         while self._due and self._due[0][0] <= now:
