@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -261,3 +262,42 @@ def test_a_short_observability_run_compares_every_figure_on_against_off(tmp_path
         assert number(row["off (median)"]) > 0 and number(row["on (median)"]) > 0, row
     survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not survivors, f"processes started by the benchmark still run: {survivors}"
+
+
+@pytest.mark.once
+@pytest.mark.timeout(RUN_TIMEOUT + 60)
+def test_a_quick_relay_run_compares_both_paths_and_stops_its_relay(tmp_path, no_leaks):
+    """benchmarks/relay.py (its own script): every path answered, the 16-caller rounds
+    paired with the CPU of every part in play, the seats measured, and the relay it
+    started stopped at the end (with two cores, as `--split-cores`)."""
+    argv = [sys.executable, "-m", "benchmarks.relay", "--quick"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        argv.append("--split-cores")
+    began = time.time()
+    returncode, stdout, stderr, descendants = run_watching_descendants(argv, tmp_path, RUN_TIMEOUT)
+    assert returncode == 0, stdout[-3000:] + stderr[-5000:]
+    tables = parse_tables("\n" + stdout)  # the report begins with its first title
+    paths = tables["relay: a call through the relay against a direct Agent (ms, calls/s; median of the rounds)"]
+    assert [row["path"] for row in paths] == [
+        "list_room, direct Agent, 1 caller",
+        "list_room, relay, 1 caller",
+        "echo, direct Agent, 1 caller",
+        "echo, relay, 1 caller",
+        "echo, direct Agent, 16 threads in 1 process",
+        "echo, relay, 4 processes x 4 threads, one seat",
+    ]
+    for row in paths:
+        assert number(row["p99"]) >= number(row["p50"]) > 0 and number(row["calls/s"]) > 0, row
+        assert number(row["CPU per call (ms)"]) >= 0, row  # CPU times tick in 10 ms: 20 quick calls may take none
+    assert all(number(row["CPU per call (ms)"]) > 0 for row in paths[4:]), paths[4:]  # 80 calls of 16 callers
+    pairs = tables["relay: 16 callers, each round's pair (relay = 4 processes x 4 threads, one seat)"]
+    assert [row["round"] for row in pairs] == ["1", "median"]
+    assert number(pairs[0]["ratio"]) == number(pairs[1]["ratio"]) > 0
+    assert len(pairs[0]["relay: Server+Computers, MCP, callers, relay"].split(",")) == 4
+    (seats,) = tables["relay: one relay holding many seats"]
+    assert seats["seats"] == "20" and number(seats["list_room calls/s"]) > 0
+    survivors = [p.pid for p in descendants if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not survivors, f"processes started by the benchmark still run: {survivors}"
+    relays = [p.pid for p in psutil.process_iter(["cmdline", "create_time"])
+              if p.info["create_time"] >= began and "agent-relay" in (p.info["cmdline"] or ())]  # fmt: skip
+    assert not relays, f"the relay the benchmark started still runs (detached, so no descendant): {relays}"
