@@ -2,9 +2,9 @@
 
 Each worker process attaches with one session socket (the relay pushes its
 notifications there) and one request socket per thread with a request under way; each
-socket has a thread here that reads requests and forwards each call on its seat's
-`Connection`, whose answer the thread that receives it writes back
-(`worker_socket.WorkerSocket`). A socket that closes ends its worker's part: its
+socket has a thread here that reads requests and answers them (`requests.Requests`: a
+call is forwarded on its seat's `Connection`, whose answer the thread that receives it
+writes back, `worker_socket.WorkerSocket`). A socket that closes ends its worker's part: its
 session's seats lose that holder, and a call it was waiting for is cancelled. With no
 worker attached for `idle_timeout` seconds the relay leaves its offices and exits; so
 does `close()` (SIGTERM under `serve_relay`). docs/ARCHITECTURE.md, The Agent relay.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import logging
 import os
 import signal
@@ -23,17 +22,15 @@ import threading
 import time
 from typing import Any, Callable
 
-from ..protocol import events
-from ..protocol.errors import InternalError, SMCPError
-from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from ..threads.deadlines import Deadlines
 from ..threads.serial import SerialThread
 from ..threads.thread_stop import join_stopped
 from ..threads.worker_pool import WorkerPool
 from .place import RelayPlace
-from .seats import Seat, SeatKey
+from .requests import Requests
+from .seat_table import SeatTable
 from .wire import HANDSHAKE_TIMEOUT, Channel, RelayGone, admit, receive, send
-from .worker_socket import NotOpen, WorkerSocket, reply_of
+from .worker_socket import WorkerSocket
 
 logger = logging.getLogger(__name__)
 
@@ -44,10 +41,6 @@ DEFAULT_SEAT_LINGER = 60.0
 #: Seconds `close` gives each seat to leave its office.
 SEAT_CLOSE_TIMEOUT = 5.0
 _HOUSEKEEPING_INTERVAL = 0.5
-#: What a worker may ask (wire.py).
-_OPS = ("open", "release", "call", "emit", "status")
-#: What `_handle` returns for a call it forwarded: its answer is written when it comes.
-_FORWARDED = object()
 
 
 class RelayRunning(RuntimeError):
@@ -89,17 +82,18 @@ class Relay:
         self.idle_timeout = idle_timeout
         self.seat_linger = seat_linger
         self._lock = threading.Condition()
-        self._seats: dict[SeatKey, Seat] = {}
+        self._deadlines = Deadlines("smcp-relay-deadlines")  # every seat's requests' expiries
+        self._seats = SeatTable(self._push, self._deadlines)
+        self._requests = Requests(self._seats, self.status, self._attached)
         self._sessions: dict[str, _Session] = {}
         self._channels: dict[Channel, threading.Thread] = {}
-        self._requests: set[WorkerSocket] = set()
+        self._workers: set[WorkerSocket] = set()  # request sockets
         self._idle_since: float | None = time.monotonic()
         self._stopped = threading.Event()
         self._closed = False
         self._lock_fd: int | None = None
         self._listener: socket.socket | None = None
         self._threads: list[threading.Thread] = []
-        self._deadlines = Deadlines("smcp-relay-deadlines")  # every seat's requests' expiries
         self._writers = WorkerPool("smcp-relay-writer", max_workers=8, max_idle=1, idle_timeout=5.0)
         self._authkey = b""
 
@@ -148,7 +142,7 @@ class Relay:
             if self._closed:
                 return
             self._closed = True
-            seats, self._seats = list(self._seats.values()), {}
+            seats = self._seats.take_all()
             sessions, self._sessions = list(self._sessions.values()), {}
             channels = dict(self._channels)
             self._lock.notify_all()
@@ -181,7 +175,7 @@ class Relay:
                 "seats": len(self._seats),
                 "sessions": len(self._sessions),
                 "sockets": len(self._channels),
-                "calls": sum(worker.busy for worker in self._requests),
+                "calls": sum(worker.busy for worker in self._workers),
             }
 
     # -- threads ---------------------------------------------------------------------
@@ -233,18 +227,18 @@ class Relay:
         it sees the worker go and cancels the call."""
         worker = WorkerSocket(channel, self._writers)
         with self._lock:
-            self._requests.add(worker)
+            self._workers.add(worker)
         try:
             while True:
                 message = receive(channel, None)
                 if worker.busy:
                     raise RelayGone("a request before the answer to the one under way")
-                answer = self._answer(session, worker, message)
+                answer = self._requests.answer(session, worker, message)
                 if answer is not None:
                     worker.reply(answer)
         finally:
             with self._lock:
-                self._requests.discard(worker)
+                self._workers.discard(worker)
             worker.hang_up()
 
     def _forget(self, channel: Channel, session: _Session | None) -> None:
@@ -252,13 +246,11 @@ class Relay:
             self._channels.pop(channel, None)
             if session is not None and self._sessions.get(session.token) is session:
                 del self._sessions[session.token]
-            seats = list(self._seats.values())
             if not self._channels and self._idle_since is None:
                 self._idle_since = time.monotonic()
         channel.close()
         if session is not None:
-            for seat in seats:
-                seat.release(session.token)
+            self._seats.release(session.token)
             session.writer.stop(HANDSHAKE_TIMEOUT)
             logger.info("worker %d detached", session.pid)
 
@@ -266,16 +258,11 @@ class Relay:
         with self._lock:
             while not self._closed:
                 self._lock.wait(_HOUSEKEEPING_INTERVAL)
-                now = time.monotonic()
-                if self._idle_since is not None and now - self._idle_since >= self.idle_timeout:
+                if self._idle_since is not None and time.monotonic() - self._idle_since >= self.idle_timeout:
                     logger.info("no worker attached for %gs: the relay exits", self.idle_timeout)
                     self._stopped.set()
                     return
-                unheld = [
-                    key for key, seat in self._seats.items()
-                    if seat.unheld_since is not None and now - seat.unheld_since >= self.seat_linger
-                ]  # fmt: skip
-                lingered = [self._seats.pop(key) for key in unheld]
+                lingered = self._seats.take_unheld(self.seat_linger)
                 if lingered:
                     self._lock.release()
                     try:
@@ -285,85 +272,15 @@ class Relay:
                     finally:
                         self._lock.acquire()
 
-    # -- requests --------------------------------------------------------------------
-
-    def _answer(self, session: str, worker: WorkerSocket, message: dict[str, Any]) -> dict[str, Any] | None:
-        """The answer to `message`, or None for a call forwarded (answered when it comes)."""
-        try:
-            value = self._handle(session, worker, message)
-        except (NotOpen, SMCPError, KeyError, TypeError, ValueError) as exc:
-            return reply_of(None, exc)
-        except Exception:
-            logger.exception("relay request %r failed", message.get("op"))
-            return {"error": InternalError(f"internal error in the relay while handling {message.get('op')!r}").to_wire()}
-        return None if value is _FORWARDED else reply_of(value, None)
-
-    def _handle(self, session: str, worker: WorkerSocket, message: dict[str, Any]) -> Any:
-        op = message.get("op")
-        if op not in _OPS:
-            raise ValueError(f"unknown op {op!r:.50}; expected one of {', '.join(_OPS)}")
-        if op == "status":
-            return self.status()
-        key = SeatKey.of(message.get("seat"))
-        agent_id = _text(message, "agent")
-        if op == "open":
-            return self._open(session, key, agent_id, message)
-        if op == "release":
-            with self._lock:
-                seat = self._seats.get(key)
-            if seat is not None:
-                seat.release(session, agent_id)
-            return None
-        seat = self._seat(key)
-        event = _text(message, "event")
-        if op == "emit":
-            seat.connection.emit(event, message.get("payload"))
-            return None
-        self._forward(seat, worker, event, message.get("payload"), _seconds(message.get("timeout")))
-        return _FORWARDED
-
-    def _open(self, session: str, key: SeatKey, agent_id: str, message: dict[str, Any]) -> Any:
-        auth, headers = message.get("auth"), message.get("headers")
-        if auth is not None and not isinstance(auth, dict) or headers is not None and not isinstance(headers, dict):
-            raise ValueError("auth and headers must be JSON objects or null")
-        wanted = frozenset(e for e in message.get("events") or () if e in events.NOTIFY_EVENTS)
-        with self._lock:
-            if session not in self._sessions:
-                raise ValueError("open before the worker's session socket said hello")
-            seat = self._seats.get(key)
-            if seat is None:
-                seat = self._seats[key] = Seat(key, auth, headers, self._push, self._deadlines)
-        return seat.open(session, agent_id, wanted, auth, _seconds(message.get("timeout")))  # a seat that
-        # could not join stays, unheld: the next open tries again, or its linger ends it
-
-    def _seat(self, key: SeatKey) -> Seat:
-        with self._lock:
-            seat = self._seats.get(key)
-        if seat is None or not seat.joined:  # absent, or another worker's open still joining it
-            raise NotOpen(f"seat {key.name!r} of office {key.office_id!r} at {key.url} is not open in this relay")
-        return seat
-
-    def _forward(self, seat: Seat, worker: WorkerSocket, event: str, payload: Any, timeout: float) -> None:
-        connection = seat.connection
-        if event in EXTENSION_REQUESTS and connection.connected and event not in connection.peer_extensions:
-            raise ExtensionNotSupportedError.refusal(event, "server", f"the Server at {seat.key.url}")
-        req_id = payload.get("req_id") if isinstance(payload, dict) and event == events.TOOL_CALL else None
-        on_hangup = functools.partial(self._cancel, seat, req_id) if isinstance(req_id, str) else None
-        worker.forward(connection, event, payload, timeout, on_hangup)
-
-    def _cancel(self, seat: Seat, req_id: str) -> None:
-        """The worker waiting for tool call `req_id` is gone: the Computer stops the call."""
-        logger.info("worker gone during tool call %s: cancelling it", req_id)
-        try:
-            seat.connection.emit(events.CANCEL_TOOL_CALL, {"agent": seat.key.name, "req_id": req_id})
-        except SMCPError as exc:
-            logger.info("could not cancel %s: %s", req_id, exc)
-
     def _push(self, session: str, message: dict[str, Any]) -> None:
         with self._lock:
             target = self._sessions.get(session)
         if target is not None:
             target.push(message)
+
+    def _attached(self, session: str) -> bool:
+        with self._lock:
+            return session in self._sessions
 
 
 def serve_relay(place: RelayPlace, *, idle_timeout: float, seat_linger: float,
@@ -381,17 +298,4 @@ def serve_relay(place: RelayPlace, *, idle_timeout: float, seat_linger: float,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         relay.close()
-
-
-def _text(message: dict[str, Any], field: str) -> str:
-    value = message.get(field)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{field} must be a non-empty string, not {value!r:.100}")
-    return value
-
-
-def _seconds(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86400:
-        raise ValueError(f"timeout must be a positive number of seconds, not {value!r:.50}")
-    return float(value)
 
