@@ -10,13 +10,14 @@ connected; the Server's RSS and threads once settled; the probe again, sampled o
 connection is pinged once meanwhile); connections the Server dropped by the end.
 
 Servers: ours `start()` (werkzeug threads), `serve()` (gunicorn gthread, `threads` set
-to N + 100) and `serve(mode="gevent")` (gunicorn's gevent worker), and the official
-a2c-smcp 0.4.2 Server (its stock async Server, python-socketio's AsyncServer under
-uvicorn: `tests/interop/scripts/official_server.py --asgi`). The threaded ones are not
-run past `threaded_max` connections: two threads per idle connection (after the shared
-ping scheduler and the inline websocket reads), and each thread a stack mapping; the
-machine's `kernel.pid_max` and `vm.max_map_count` and the other engineers' CPU are the
-limit there, not the Server's code.
+to N + 100; its websockets read by one reactor thread) and `serve(mode="gevent")`
+(gunicorn's gevent worker), and the official a2c-smcp 0.4.2 Server (its stock async
+Server, python-socketio's AsyncServer under uvicorn:
+`tests/interop/scripts/official_server.py --asgi`). `start()` is not run past
+`threaded_max` connections: it holds two threads per idle connection (a websocket's
+inline reads and Engine.IO's writer), and each thread a stack mapping; the machine's
+`kernel.pid_max` and `vm.max_map_count` and the other engineers' CPU are the limit
+there, not the Server's code.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ LABELS = {
 class CapacityPlan:
     levels: tuple[int, ...] = (1000, 3000, 10_000)
     servers: tuple[str, ...] = SERVERS
-    #: Levels above this are not run for the threaded servers (see the module docstring).
+    #: Levels above this are not run for `start()` (see the module docstring).
     threaded_max: int = 3000
     unloaded_seconds: float = 30.0
     probe_seconds: float = 30.0
@@ -204,7 +205,7 @@ def run(plan: CapacityPlan, official_python: Callable[[], Any], log: Any) -> dic
     rows = []
     for level in sorted(plan.levels):
         for server in plan.servers:
-            if server in ("start", "serve_threads") and level > plan.threaded_max:
+            if server == "start" and level > plan.threaded_max:
                 continue
             log.info("capacity: %s, %d connections ...", server, level)
             started_load = psutil.getloadavg()[0]
