@@ -139,15 +139,18 @@ class StoppableEngineIO(engineio.Server):
         """Engine.IO's, but a socket's next ping (`Socket._send_ping`, which sleeps
         `ping_interval` then queues a PING) is a deadline, not a thread of its own, up to
         `PING_JITTER` early, and under gevent a websocket's writer runs only while there
-        is something to send (`_WriterOnDemand`)."""
+        is something to send (`_WriterOnDemand`). A websocket's writer starts once its
+        session is on it: what long-polling took before is counted off (`polls_over`)."""
         if getattr(target, "__func__", None) is EngineIOSocket._send_ping and not args and not kwargs:
             sock = target.__self__
             early = self.ping_interval * PING_JITTER * random.random()
             self.deadlines.call_at(time.monotonic() + self.ping_interval - early, lambda: _ping(sock))
             return None
-        writer = stock_websocket_writer(target) if self.async_mode == "gevent" else None
+        writer = stock_websocket_writer(target)
         if writer is not None:
-            return _WriterOnDemand(self, *writer)
+            writer[0].queue.polls_over()
+            if self.async_mode == "gevent":
+                return _WriterOnDemand(self, *writer)
         return super().start_background_task(target, *args, **kwargs)
 
     def shutdown(self) -> None:
@@ -637,9 +640,9 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         this websocket, nothing is queued or being written, the message is short and the
         socket has room (`write_at_once`). False: queue it, as Engine.IO does. Saves the
         writer's wake-up per message; a peer that reads nothing still only fills the queue,
-        where `max_send_backlog` drops it. A session that began on long-polling keeps
-        queueing: the packets its polls took are never counted off as written (`idle`).
-        A write that fails shuts the socket down and is counted (`send_failures`)."""
+        where `max_send_backlog` drops it. A session that began on long-polling is written
+        to at once too from its upgrade on (`BacklogQueue.polls_over`). A write that fails
+        shuts the socket down and is counted (`send_failures`)."""
         sock, ws, data = self._socket, self.ws, pkt.data
         if ws is None or not sock.upgraded or sock.upgrading or sock.closing or sock.closed:
             return False  # not on this websocket yet, or no longer
@@ -717,6 +720,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         else:
             sock.connected = True
         sock.upgraded = True
+        sock.queue.polls_over()  # a session upgraded from long-polling is written to as one that began here
         assert self.raw is not None  # set by `__call__`
         session = _ReactorSession(self._server, sock, self, reactor)
         if session.take_buffered():
