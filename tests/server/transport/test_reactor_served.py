@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import threading
 import urllib.request
 from typing import Callable, Iterator
@@ -20,7 +21,7 @@ from reliability.served import Served, serving
 
 from smcp_sync.protocol.events import NAMESPACE
 
-from ..peers import Peer, wait_until
+from ..peers import Peer, echo_office, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -77,6 +78,25 @@ def test_clients_upgrading_from_polling_are_handed_over_and_routed(serve):
     finally:
         agent.close()
         computer.close()
+
+
+def test_a_connect_waiting_on_its_authentication_holds_up_no_other_office(serve, websockets):
+    """A namespace CONNECT runs its `AuthProvider` off the reactor's thread: while one
+    waits on an authentication service, another office's calls are answered, and the
+    client is admitted once the service answers."""
+    with socket.create_server(("127.0.0.1", 0)) as service:
+        service.settimeout(CLOSED_WITHIN)
+        served = serve(auth_gate=service.getsockname()[1])
+        with echo_office(served.url) as call:
+            waiting = engineio_websocket(served.url)
+            websockets.append(waiting)
+            waiting.send(f"40{NAMESPACE}," + json.dumps({"gate": True}))
+            asked, _ = service.accept()  # the AuthProvider waits for this one's answer
+            with asked:
+                for text in ("answered", "while", "authenticating"):
+                    assert call(text) == {"content": [{"type": "text", "text": text}]}
+                asked.sendall(b"1")
+                assert waiting.recv().startswith(f'40{NAMESPACE},{{"sid":')
 
 
 def test_a_client_upgraded_from_long_polling_is_written_to_with_no_thread_per_message(serve, websockets):
