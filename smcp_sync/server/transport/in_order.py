@@ -93,10 +93,13 @@ class InOrder(Generic[Message]):
         ok = False
         try:
             ok = self.take_all()
-        finally:  # whatever happened, the connection is read again or closed
-            with self._lock:
-                self._away = False
-                ended = self._ended
+        finally:  # whatever happened (a handler that raised: over), it is read again or closed
+            self._back(ok)
+
+    def _back(self, ok: bool) -> None:
+        with self._lock:
+            self._away = False
+            ended = self._ended
         if ended:
             self._close()
         else:

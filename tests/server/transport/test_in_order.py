@@ -19,7 +19,7 @@ WAIT = 10.0
 
 class Connection:
     """What a connection does with its messages: records each one (and its thread), and
-    holds "WAIT" until `gate` is set; "FAIL" ends the connection."""
+    holds "WAIT" until `gate` is set; "FAIL" ends the connection, "RAISE" raises."""
 
     def __init__(self, pool: WorkerPool, pending: list[str]) -> None:
         self.gate = threading.Event()
@@ -34,6 +34,8 @@ class Connection:
     def handle(self, message: str) -> bool:
         if message == "WAIT":
             assert self.gate.wait(WAIT)
+        if message == "RAISE":
+            raise RuntimeError("a bug in a handler")
         self._record(message)
         return message != "FAIL"
 
@@ -84,6 +86,14 @@ def test_a_message_that_ends_the_connection_elsewhere_is_told(pool):
     connection.gate.set()
     assert connection.in_order.take() is None
     assert connection.wait_for("resumed False") == ["WAIT", "FAIL", "resumed False"]
+
+
+def test_a_handler_that_raises_elsewhere_ends_the_connection_and_never_leaves_it_unread(pool):
+    connection = Connection(pool, ["WAIT", "RAISE", "never"])
+    connection.gate.set()
+    assert connection.in_order.take() is None
+    assert connection.wait_for("resumed False") == ["WAIT", "resumed False"]
+    assert not connection.in_order.away
 
 
 def test_with_nothing_elsewhere_messages_are_handled_here_and_the_close_runs_elsewhere(pool):
