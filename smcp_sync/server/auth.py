@@ -28,8 +28,9 @@ _BEARER = "bearer "
 class AuthProvider(Protocol):
     def authenticate(self, environ: Mapping[str, Any], auth: Any) -> Any:
         """False/None refuses the connection; anything truthy accepts it. Runs on the
-        thread reading the client's socket: under `serve(mode="threads")` the one that
-        reads every websocket (docs/server/deployment.md), so it should not wait long."""
+        thread reading the client's socket (under `serve(mode="threads")` a small pool's,
+        not the reactor's: docs/server/deployment.md); while it waits, that client's
+        later messages wait."""
 
 
 class APIKeyAuth:

@@ -1,7 +1,9 @@
 """`SMCPServer.serve()` (gunicorn: a master and one worker process) in a child process,
 for tests of the production server: started with `SMCPServer`'s options, `ServerLimits`
-under "limits", a Redis URL under "redis" and `serve()`'s under "mode", "threads",
-"connections"; stopped by SIGTERM."""
+under "limits", a Redis URL under "redis", `serve()`'s under "mode", "threads",
+"connections", and under "auth_gate" a loopback port: an `AuthProvider` that admits a
+client whose auth has "gate" once the test, listening there, sends it "1" (an
+authentication service that waits); stopped by SIGTERM."""
 
 from __future__ import annotations
 
@@ -18,13 +20,23 @@ import psutil
 #: Runs `SMCPServer(limits=ServerLimits(**limits), **options).serve(mode=..., threads=..., connections=...)` and prints
 #: the URL once bound.
 SERVE = """
-import json, sys
+import json, socket, sys
 from smcp_sync import SMCPServer
 from smcp_sync.server import RedisOptions, ServerLimits
 options = json.loads(sys.argv[1])
 serving = {key: options.pop(key) for key in ("mode", "threads", "connections") if key in options}
 if "redis" in options:
     options["redis"] = RedisOptions(options["redis"])
+class Gate:
+    def __init__(self, port):
+        self.port = port
+    def authenticate(self, environ, auth):
+        if not (isinstance(auth, dict) and auth.get("gate")):
+            return True
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as gate:
+            return gate.recv(1) == b"1"
+if "auth_gate" in options:
+    options["auth"] = Gate(options.pop("auth_gate"))
 SMCPServer(limits=ServerLimits(**options.pop("limits", {})), **options).serve(port=0, **serving, on_ready=lambda url: print(url, flush=True))
 """
 #: Seconds the Server may take to stop on SIGTERM (it drops its connections first: about a second).

@@ -6,9 +6,10 @@ variable, no sleeps) or check that none arrived.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import socketio
 
@@ -110,3 +111,23 @@ def wait_until(predicate: Callable[[], bool], timeout: float = CALL_TIMEOUT, int
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def echo_office(url: str) -> Iterator[Callable[[str], Any]]:
+    """Office "office-1": a Computer c1 whose tool echoes `params["x"]`, and an Agent a1;
+    yields a1's tool call of it (a text in, the answer out)."""
+    computer, agent = peers = [Peer(url) for _ in range(2)]
+    try:
+        assert computer.join("computer", "c1", "office-1") == (True, None)
+        assert agent.join("agent", "a1", "office-1") == (True, None)
+        computer.answer("client:tool_call", lambda data: {"content": [{"type": "text", "text": data["params"]["x"]}]})
+
+        def call(text: str) -> Any:
+            call = {"agent": "a1", "req_id": text, "computer": "c1", "tool_name": "echo", "params": {"x": text}, "timeout": 5}
+            return agent.call("client:tool_call", call, timeout=5)
+
+        yield call
+    finally:
+        for peer in peers:
+            peer.client.disconnect()

@@ -70,6 +70,14 @@ class BacklogQueue(_StandardQueue):
         with self.mutex:
             self._taken = max(0, self._taken - 1)
 
+    def polls_over(self) -> None:
+        """The session is on its websocket now (its writer starts): what its long-polling
+        requests took was written by them, in their answers, never by a writer, and is
+        not counted off by `sent`. Left counted, it kept the session from ever being
+        `idle`: each message to it was queued and woke a writer."""
+        with self.mutex:
+            self._taken = 0
+
     def idle(self) -> bool:
         """Nothing waits in the queue and nothing taken from it is still to be written."""
         with self.mutex:

@@ -45,6 +45,7 @@ from ..limits.request_deadlines import shutdown_socket
 from ..limits.send_backlog import BacklogQueue
 from ..offices.answers import refusal_for
 from ..scale_out.publisher import Publisher
+from .in_order import InOrder
 from .reactor import HandedOver, Reactor
 from .send_failures import SendFailures
 
@@ -100,8 +101,8 @@ class StoppableEngineIO(engineio.Server):
         self._async: dict[str, Any] = {**self._async, "websocket": _CuttableWebSocket}
         #: Reads every established websocket on one thread, when set (`read_on_one_thread`).
         self.reactor: Reactor | None = None
-        #: Where sessions the reactor read are closed (`_ReactorSession.end`), when set.
-        self._session_ends: WorkerPool | None = None
+        #: Where the reactor's sessions run what may wait (`off_the_reactor`), when set.
+        self._off_reactor: WorkerPool | None = None
         self._max_websockets = 0
 
     def read_on_one_thread(self, max_websockets: int) -> None:
@@ -111,15 +112,17 @@ class StoppableEngineIO(engineio.Server):
         on `HandedOver` (gunicorn's gthread worker: `gunicorn_runner`)."""
         self.reactor = Reactor("smcp-websocket-reactor", silence=self.ping_interval + self.ping_timeout)
         self._max_websockets = max_websockets
-        self._session_ends = _session_end_pool(max_websockets)
+        self._off_reactor = _off_reactor_pool(max_websockets)
 
-    def off_the_reactor(self, close: Callable[[], None]) -> None:
-        """Run `close` (a session's end: its disconnect handlers, which may wait on the
-        office registry's Redis) on a thread of its own, never on the reactor's: a Redis
-        that hangs holds up the sessions ending, not every websocket of the process."""
-        ends = self._session_ends
-        if ends is None or not ends.submit(close):
-            close()
+    def off_the_reactor(self, job: Callable[[], None]) -> None:
+        """Run `job` (a session's end, or its messages from a namespace CONNECT or
+        DISCONNECT on: an `AuthProvider`, disconnect handlers that wait on the office
+        registry's Redis) on a small pool, never on the reactor's thread: a Redis or an
+        authentication service that hangs holds up the sessions waiting on it, not every
+        websocket of the process. Here if the pool is full (every websocket's job queued)."""
+        pool = self._off_reactor
+        if pool is None or not pool.submit(job):
+            job()
 
     def _room_for_websocket(self, eio_sid: str) -> bool:
         if len(self._websockets) <= self._max_websockets:  # this one included
@@ -139,15 +142,18 @@ class StoppableEngineIO(engineio.Server):
         """Engine.IO's, but a socket's next ping (`Socket._send_ping`, which sleeps
         `ping_interval` then queues a PING) is a deadline, not a thread of its own, up to
         `PING_JITTER` early, and under gevent a websocket's writer runs only while there
-        is something to send (`_WriterOnDemand`)."""
+        is something to send (`_WriterOnDemand`). A websocket's writer starts once its
+        session is on it: what long-polling took before is counted off (`polls_over`)."""
         if getattr(target, "__func__", None) is EngineIOSocket._send_ping and not args and not kwargs:
             sock = target.__self__
             early = self.ping_interval * PING_JITTER * random.random()
             self.deadlines.call_at(time.monotonic() + self.ping_interval - early, lambda: _ping(sock))
             return None
-        writer = stock_websocket_writer(target) if self.async_mode == "gevent" else None
+        writer = stock_websocket_writer(target)
         if writer is not None:
-            return _WriterOnDemand(self, *writer)
+            writer[0].queue.polls_over()
+            if self.async_mode == "gevent":
+                return _WriterOnDemand(self, *writer)
         return super().start_background_task(target, *args, **kwargs)
 
     def shutdown(self) -> None:
@@ -162,9 +168,9 @@ class StoppableEngineIO(engineio.Server):
         self.deadlines.shutdown()
         if self.reactor is not None:
             self.reactor.stop()
-        if self._session_ends is not None:  # the sessions the reactor's stop ended are closed
-            ends, self._session_ends = self._session_ends, _session_end_pool(self._max_websockets)
-            ends.shutdown(HANDLER_STOP_TIMEOUT)
+        if self._off_reactor is not None:  # the sessions the reactor's stop ended are closed
+            pool, self._off_reactor = self._off_reactor, _off_reactor_pool(self._max_websockets)
+            pool.shutdown(HANDLER_STOP_TIMEOUT)
         stopping = self._stopping
         if not self._ended:
             self._stopping = threading.Event()
@@ -417,13 +423,15 @@ class _WriterOnDemand:
         self._closed.wait(timeout)
 
 
-#: Threads closing sessions the reactor read (`StoppableEngineIO.off_the_reactor`): a few
-#: suffice when nothing waits; the rest queue (every open websocket may end at once).
-SESSION_END_WORKERS = 8
+#: Threads running what may wait of the sessions the reactor reads (their ends, namespace
+#: connects and disconnects: `StoppableEngineIO.off_the_reactor`): a few suffice when
+#: nothing waits; the rest queue (one job per session at a time: every open websocket
+#: may end at once).
+OFF_REACTOR_WORKERS = 8
 
 
-def _session_end_pool(max_websockets: int) -> WorkerPool:
-    return WorkerPool("smcp-session-end", max_workers=SESSION_END_WORKERS, max_queued=max_websockets + 1)
+def _off_reactor_pool(max_websockets: int) -> WorkerPool:
+    return WorkerPool("smcp-off-reactor", max_workers=OFF_REACTOR_WORKERS, max_queued=max_websockets + 1)
 
 
 class _FrameLock:
@@ -473,9 +481,11 @@ class _ReactorSession:
     """An Engine.IO session on a websocket the reactor reads (`reactor.Watched`): what
     the loop of Engine.IO's websocket handler does with each message read (size check,
     decode, `Socket.receive`: messages, pongs, a CLOSE packet), and what it does after
-    the loop (the writer told to end, the session closed). The descriptor is closed once
-    both the reactor and the writer are done with it: closed earlier, its number could
-    go to a new connection while one of them still used it."""
+    the loop (the writer told to end, the session closed). Messages whose handling may
+    wait (`_may_wait`), those after them and the session's close run on a small pool, in
+    arrival order (`in_order.py`). The descriptor is closed once both the reactor and
+    the writer are done with it: closed earlier, its number could go to a new connection
+    while one of them still used it."""
 
     def __init__(
         self, server: StoppableEngineIO, sock: EngineIOSocket, websocket: _CuttableWebSocket, reactor: Reactor
@@ -488,25 +498,30 @@ class _ReactorSession:
         self._raw: socket.socket = websocket.raw
         self._users = 2  # the reactor and the writer
         self._users_lock = threading.Lock()
+        self._in_order = InOrder(
+            self._ws.input_buffer, self._receive, _may_wait, server.off_the_reactor, self._taken_elsewhere, self._close
+        )
         _WriterOnDemand(server, sock, websocket, after_close=self._let_go)
 
     def readable(self) -> bool | None:
+        if self._in_order.away:
+            return None  # resumed by a writer letting go meanwhile: the pool resumes it
         if not self._ws.take_in_now(self._resume):
             return None  # a writer holds the websocket: read on once it lets go
-        return self.take_buffered()
+        taken = self._in_order.take()
+        return taken and self._ws.connected
 
     def _resume(self) -> None:
         self._reactor.resume(self._raw)
 
+    def _taken_elsewhere(self, ok: bool) -> None:
+        self._reactor.resume(self._raw, over=not (ok and self._ws.connected))
+
     def take_buffered(self) -> bool:
-        """Handle the messages read and not handled yet (a client's first messages may
-        come in the read that brought its UPGRADE packet); False when the connection is
-        over."""
-        ws = self._ws
-        while ws.input_buffer:
-            if not self._receive(ws.input_buffer.pop(0)):
-                return False
-        return ws.connected
+        """Handle here the messages read and not handled yet (a client's first messages
+        may come in the read that brought its UPGRADE packet, on the request's thread);
+        False when the connection is over."""
+        return self._in_order.take_all() and self._ws.connected
 
     def _receive(self, data: Any) -> bool:
         try:
@@ -532,7 +547,7 @@ class _ReactorSession:
             shutdown_socket(self._raw)  # the writer's close frame is not waited for
         self._server._websocket_closed(self._socket.sid)
         self._socket.queue.put(None)  # the writer sends what is queued, then closes the websocket
-        self._server.off_the_reactor(self._close)
+        self._in_order.end()  # `_close`, after what the pool still handles
 
     def _close(self) -> None:
         try:
@@ -546,6 +561,21 @@ class _ReactorSession:
             last = self._users == 0
         if last:
             self._raw.close()
+
+
+#: How the messages whose handling may wait start, as read from a websocket: a Socket.IO
+#: CONNECT (its `AuthProvider`) or DISCONNECT, an Engine.IO CLOSE (both run disconnect
+#: handlers, which may wait on the office registry's Redis).
+_MAY_WAIT = (
+    f"{engineio.packet.MESSAGE}{packet.CONNECT}",
+    f"{engineio.packet.MESSAGE}{packet.DISCONNECT}",
+    f"{engineio.packet.CLOSE}",
+)
+
+
+def _may_wait(data: Any) -> bool:
+    """Whether handling `data`, an Engine.IO message read, may wait (`_MAY_WAIT`)."""
+    return isinstance(data, str) and data.startswith(_MAY_WAIT)
 
 
 def _decoded(data: Any, server: StoppableEngineIO) -> engineio.packet.Packet | None:
@@ -637,9 +667,9 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         this websocket, nothing is queued or being written, the message is short and the
         socket has room (`write_at_once`). False: queue it, as Engine.IO does. Saves the
         writer's wake-up per message; a peer that reads nothing still only fills the queue,
-        where `max_send_backlog` drops it. A session that began on long-polling keeps
-        queueing: the packets its polls took are never counted off as written (`idle`).
-        A write that fails shuts the socket down and is counted (`send_failures`)."""
+        where `max_send_backlog` drops it. A session that began on long-polling is written
+        to at once too from its upgrade on (`BacklogQueue.polls_over`). A write that fails
+        shuts the socket down and is counted (`send_failures`)."""
         sock, ws, data = self._socket, self.ws, pkt.data
         if ws is None or not sock.upgraded or sock.upgrading or sock.closing or sock.closed:
             return False  # not on this websocket yet, or no longer
@@ -717,6 +747,7 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
         else:
             sock.connected = True
         sock.upgraded = True
+        sock.queue.polls_over()  # a session upgraded from long-polling is written to as one that began here
         assert self.raw is not None  # set by `__call__`
         session = _ReactorSession(self._server, sock, self, reactor)
         if session.take_buffered():

@@ -44,7 +44,8 @@ class Watched(Protocol):
     def readable(self) -> bool | None:
         """The socket has something to read (data, or its end): take it in without
         blocking. False when the connection is over; None when it cannot be taken in
-        without waiting: the socket is not watched until `Reactor.resume`."""
+        without waiting (or what was read is handled on another thread): the socket is
+        not watched until `Reactor.resume`."""
 
     def end(self, silent: bool) -> None:
         """The connection is over (`readable` said so, it was `silent` too long, or the
@@ -68,13 +69,14 @@ class Reactor:
                 self._loop = _Loop(self._name, self._silence)
             self._loop.add(sock, watched)
 
-    def resume(self, sock: socket.socket) -> None:
+    def resume(self, sock: socket.socket, over: bool = False) -> None:
         """Watch `sock` again after its `readable` said None (from any thread; nothing if
-        it was not paused, or is over)."""
+        it was not paused, or is over); `over`: end it instead (`Watched.end`), as if
+        `readable` had said False."""
         with self._lock:
             loop = self._loop
         if loop is not None:
-            loop.resume(sock)
+            loop.resume(sock, over)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """End the thread and every connection it reads (`Watched.end`)."""
@@ -106,7 +108,7 @@ class _Loop:
         self._selector.register(self._wake_in, selectors.EVENT_READ)
         self._lock = threading.Lock()
         self._added: list[_Entry] = []
-        self._resumed: list[socket.socket] = []
+        self._resumed: list[tuple[socket.socket, bool]] = []  # (socket, over)
         #: the sockets whose `readable` said None, not watched until resumed
         self._paused: dict[socket.socket, _Entry] = {}
         self._stopping = False
@@ -131,9 +133,9 @@ class _Loop:
             return
         self._wake()
 
-    def resume(self, sock: socket.socket) -> None:
+    def resume(self, sock: socket.socket, over: bool) -> None:
         with self._lock:
-            self._resumed.append(sock)
+            self._resumed.append((sock, over))
         self._wake()
 
     def stop(self, timeout: float) -> None:
@@ -200,10 +202,23 @@ class _Loop:
     def _take_resumed(self) -> None:
         with self._lock:
             resumed, self._resumed = self._resumed, []
-        for sock in resumed:
+        for sock, over in resumed:
             entry = self._paused.pop(sock, None)
-            if entry is not None and not entry.ended:  # else not paused (it took the lock after all), or over
+            if over:
+                entry = entry or self._selected(sock)
+                if entry is not None:  # else ended already
+                    self._end(entry, silent=False)
+            elif entry is not None and not entry.ended:  # else not paused (it took the lock after all), or over
                 self._watch(entry)
+
+    def _selected(self, sock: socket.socket) -> _Entry | None:
+        """The entry of `sock` if it is selected for reading (watched again by a resume
+        meant for an earlier pause), else None."""
+        try:
+            entry: _Entry = self._selector.get_key(sock).data
+        except (KeyError, ValueError):
+            return None
+        return entry
 
     def _watch(self, entry: _Entry) -> bool:
         """Select `entry`'s socket for reading; False (and the connection ended) when it

@@ -56,3 +56,20 @@ def test_the_queue_is_idle_only_once_every_packet_taken_is_sent():
     queue.put(None)  # the end marker is never written: it does not count
     queue.get()
     assert queue.idle()
+
+
+def test_what_long_polling_took_is_counted_off_once_the_session_is_on_its_websocket():
+    """Polls take packets and write them in their answers, never calling `sent`: left
+    counted, a session that began on long-polling was never `idle` after its upgrade."""
+    queue = BacklogQueue()
+    for size in (10, 20):
+        queue.put(message(size))
+        queue.get()  # a poll's
+    assert not queue.idle()
+    queue.polls_over()
+    assert queue.idle()
+    queue.put(message(30))
+    queue.get()  # the writer's: counted until written
+    assert not queue.idle()
+    queue.sent()
+    assert queue.idle()

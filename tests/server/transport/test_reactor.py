@@ -199,13 +199,19 @@ class Pausing(Recorder):
         self.reactor.resume(self.sock)
 
 
+def _held(pairs: list[tuple[socket.socket, Recorder]], reactor: Reactor) -> tuple[socket.socket, Pausing]:
+    """A pair whose `Pausing` side, held, the reactor reads."""
+    ours, recorder = _pair(pairs)
+    paused = Pausing(recorder.sock, reactor)
+    paused.held.set()
+    reactor.add(paused.sock, paused)
+    return ours, paused
+
+
 def test_a_paused_socket_is_not_read_until_resumed_and_the_others_are(pairs):
     reactor = Reactor("test-reactor", silence=60.0)
     try:
-        ours, recorder = _pair(pairs)
-        paused = Pausing(recorder.sock, reactor)
-        paused.held.set()
-        reactor.add(paused.sock, paused)
+        ours, paused = _held(pairs, reactor)
         other_end, other = _pair(pairs)
         reactor.add(other.sock, other)
         ours.sendall(b"waits")
@@ -226,11 +232,8 @@ def test_a_paused_socket_is_not_read_until_resumed_and_the_others_are(pairs):
 
 def test_a_socket_paused_at_the_stop_is_ended_too(pairs):
     reactor = Reactor("test-reactor", silence=60.0)
-    ours, recorder = _pair(pairs)
-    paused = Pausing(recorder.sock, reactor)
-    paused.held.set()
     try:
-        reactor.add(paused.sock, paused)
+        ours, paused = _held(pairs, reactor)
         ours.sendall(b"waits")
         paused.wait_for(lambda r: r.paused == 1)
     finally:
@@ -238,3 +241,24 @@ def test_a_socket_paused_at_the_stop_is_ended_too(pairs):
     assert paused.ends == [False]
     paused.let_go()  # resumed after the stop: nothing (no reactor runs)
     assert paused.ends == [False]
+
+
+def test_a_socket_resumed_as_over_is_ended_once_paused_or_watched_again(pairs):
+    """`resume(over=True)`: its owner, reading elsewhere, found the connection over; it
+    is ended, also when a resume meant for an earlier pause had it watched again."""
+    reactor = Reactor("test-reactor", silence=60.0)
+    try:
+        ours, paused = _held(pairs, reactor)
+        ours.sendall(b"waits")
+        paused.wait_for(lambda r: r.paused == 1)
+        reactor.resume(paused.sock, over=True)
+        paused.wait_for(lambda r: r.ends == [False])
+
+        _, watched = _pair(pairs)
+        reactor.add(watched.sock, watched)
+        reactor.resume(watched.sock, over=True)
+        watched.wait_for(lambda r: r.ends == [False])
+        reactor.resume(watched.sock, over=True)  # over already: nothing
+    finally:
+        reactor.stop()
+    assert paused.ends == [False] and watched.ends == [False]

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import threading
+import urllib.request
 from typing import Callable, Iterator
 
 import pytest
@@ -18,7 +21,7 @@ from reliability.served import Served, serving
 
 from smcp_sync.protocol.events import NAMESPACE
 
-from ..peers import Peer, wait_until
+from ..peers import Peer, echo_office, wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,6 +78,102 @@ def test_clients_upgrading_from_polling_are_handed_over_and_routed(serve):
     finally:
         agent.close()
         computer.close()
+
+
+def test_a_connect_waiting_on_its_authentication_holds_up_no_other_office(serve, websockets):
+    """A namespace CONNECT runs its `AuthProvider` off the reactor's thread: while one
+    waits on an authentication service, another office's calls are answered, and the
+    client is admitted once the service answers."""
+    with socket.create_server(("127.0.0.1", 0)) as service:
+        service.settimeout(CLOSED_WITHIN)
+        served = serve(auth_gate=service.getsockname()[1])
+        with echo_office(served.url) as call:
+            waiting = engineio_websocket(served.url)
+            websockets.append(waiting)
+            waiting.send(f"40{NAMESPACE}," + json.dumps({"gate": True}))
+            asked, _ = service.accept()  # the AuthProvider waits for this one's answer
+            with asked:
+                for text in ("answered", "while", "authenticating"):
+                    assert call(text) == {"content": [{"type": "text", "text": text}]}
+                asked.sendall(b"1")
+                assert waiting.recv().startswith(f'40{NAMESPACE},{{"sid":')
+
+
+def test_a_client_upgraded_from_long_polling_is_written_to_with_no_thread_per_message(serve, websockets):
+    """A client that polls a while before upgrading (a browser's: its namespace connect
+    and a join over long-polling, a poll in flight at the upgrade) is written to at once
+    once on its websocket, as one that began there. The packets its polls took were
+    counted as a writer's forever: each message to it was queued and started
+    Engine.IO's writer, a thread of its own (94 threads for 300 answers)."""
+    served = serve()
+    ws = _polled_then_upgraded(served.url, "a1", "office-1")
+    websockets.append(ws)
+    worker = served.worker()
+    seen, before = set(), {thread.id for thread in worker.threads()}
+    with _sampling(lambda: seen.update(thread.id for thread in worker.threads())):
+        for n in range(2, 302):
+            listing = {"agent": "a1", "office_id": "office-1", "req_id": str(n)}
+            ws.send(f"42{NAMESPACE},{n}" + json.dumps(["server:list_room", listing]))
+            assert _answer(ws, n)[0]["req_id"] == str(n)
+    assert len(seen - before) <= 2  # its writer's one start at the upgrade, a ping's
+
+
+def _polled_then_upgraded(url: str, agent: str, office_id: str) -> websocket.WebSocket:
+    """An Agent that connects and joins over long-polling, then upgrades to websocket as
+    a browser does: a poll in flight, ended by the Server once the probe is answered."""
+    polling = url + "/socket.io/?EIO=4&transport=polling"
+    sid = json.loads(_http(polling)[0][1:])["sid"]
+    polling += f"&sid={sid}"
+    assert _http(polling, f"40{NAMESPACE},{{}}") == ["OK"]
+    assert _http(polling)[0].startswith(f"40{NAMESPACE},")
+    join = {"role": "agent", "name": agent, "office_id": office_id}
+    assert _http(polling, f"42{NAMESPACE},1" + json.dumps(["server:join_office", join])) == ["OK"]
+    assert _http(polling) == [f"43{NAMESPACE},1[true,null]"]
+    in_flight: list[list[str]] = []
+    poll = threading.Thread(target=lambda: in_flight.append(_http(polling)))
+    poll.start()
+    upgrade = url.replace("http://", "ws://") + f"/socket.io/?EIO=4&transport=websocket&sid={sid}"
+    ws = websocket.create_connection(upgrade, timeout=10)
+    ws.send("2probe")
+    assert ws.recv() == "3probe"
+    poll.join(10)
+    assert in_flight == [["6"]]  # ended by a NOOP
+    ws.send("5")
+    return ws
+
+
+def _http(url: str, post: str | None = None) -> list[str]:
+    """The Engine.IO packets of a long-polling GET, or of a POST of `post`."""
+    data = None if post is None else post.encode()
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return answer.read().decode().split("\x1e")
+
+
+def _answer(ws: websocket.WebSocket, id: int) -> list:
+    """The ACK of event `id` (what comes before it, e.g. a ping, is skipped)."""
+    prefix = f"43{NAMESPACE},{id}"
+    while not (frame := ws.recv()).startswith(prefix + "["):
+        pass
+    return json.loads(frame[len(prefix):])
+
+
+@contextlib.contextmanager
+def _sampling(sample: Callable[[], None]) -> Iterator[None]:
+    """`sample` called over and over on a thread of its own while the block runs."""
+    done = threading.Event()
+
+    def run() -> None:
+        while not done.is_set():
+            sample()
+
+    sampler = threading.Thread(target=run, name="sampler")
+    sampler.start()
+    try:
+        yield
+    finally:
+        done.set()
+        sampler.join(10)
 
 
 def test_a_client_that_stops_answering_pings_is_closed_and_its_descriptor_freed(serve, websockets):
