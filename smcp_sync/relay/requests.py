@@ -12,8 +12,8 @@ from ..protocol import events
 from ..protocol.errors import InternalError, SMCPError
 from ..protocol.extensions import EXTENSION_REQUESTS, ExtensionNotSupportedError
 from .seat_table import SeatTable
-from .seats import Seat, SeatKey
-from .worker_socket import NotOpen, WorkerSocket, reply_of
+from .seats import NotOpen, Seat, SeatKey
+from .worker_socket import WorkerSocket, reply_of
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,7 @@ import time
 from typing import Any, Mapping
 
 from ..threads.deadlines import Deadlines
-from .seats import Push, Seat, SeatKey
-from .worker_socket import NotOpen
+from .seats import NotOpen, Push, Seat, SeatKey
 
 
 class SeatTable:

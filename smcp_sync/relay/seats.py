@@ -26,6 +26,10 @@ from ..threads.deadlines import Deadlines
 Push = Callable[[str, dict[str, Any]], None]
 
 
+class NotOpen(Exception):
+    """A request names a seat its worker has not opened in this relay (it restarted)."""
+
+
 @attrs.frozen
 class SeatKey:
     url: str

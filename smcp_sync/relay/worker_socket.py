@@ -21,13 +21,10 @@ from typing import Any, Callable
 from ..connection.session import Connection, NotConnectedError, PendingRequest
 from ..protocol.errors import BadRequestError, SMCPError
 from ..threads.worker_pool import WorkerPool
+from .seats import NotOpen
 from .wire import Channel, encode, send
 
 logger = logging.getLogger(__name__)
-
-
-class NotOpen(Exception):
-    """A request names a seat its worker has not opened in this relay (it restarted)."""
 
 
 class WorkerSocket:
