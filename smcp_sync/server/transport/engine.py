@@ -779,6 +779,8 @@ class _CuttableWebSocket(SimpleWebSocketWSGI):
                 super().close()
         except OSError:  # the peer is gone or not reading (send timed out)
             pass
+        except simple_websocket.ConnectionClosed:  # the connection ended meanwhile (a read that
+            pass  # failed): no close frame to send; Engine.IO's writer calls this as it ends
         if self.raw is not None:
             shutdown_socket(self.raw)
 
