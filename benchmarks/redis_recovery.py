@@ -81,6 +81,8 @@ def sentinel_failover(quick: bool) -> list[float]:
 
 
 def _failover() -> float:
+    import redis
+
     from smcp_sync.agent import Agent
     from smcp_sync.connection.session import ReconnectPolicy
     from smcp_sync.protocol.errors import SMCPError
@@ -104,8 +106,15 @@ def _failover() -> float:
             epoch = group.master.command("GET", EPOCH)
             started = time.perf_counter()
             group.master.kill()
-            # the promoted replica has the old epoch until a node sees another Redis holds it
-            _wait(lambda: group.replica.command("GET", EPOCH) != epoch and whole(agent), "the office whole after the failover")
+            def promoted_and_whole() -> bool:
+                """The promoted replica has the old epoch until a node sees another Redis holds it."""
+                try:
+                    moved = group.replica.command("GET", EPOCH) != epoch
+                except redis.ConnectionError:  # Sentinel, promoting it, drops its clients (CLIENT KILL)
+                    return False
+                return moved and whole(agent)
+
+            _wait(promoted_and_whole, "the office whole after the failover")
             return time.perf_counter() - started
 
 
