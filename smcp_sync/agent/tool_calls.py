@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ..connection.session import DEFAULT_EMIT_TIMEOUT
+from ..connection.session import DEFAULT_EMIT_TIMEOUT, NotConnectedError
 from .transport import AgentTransport
 from ..protocol import events
 from ..protocol.codec import to_wire
@@ -60,13 +60,15 @@ class ToolCallFuture(Future[CallToolResult]):
 
 
 class _InFlight:
-    """A call waiting for its answer, and whether its cancel went out."""
+    """A call waiting for its answer, whether its cancel went out, and whether `close()`
+    ended its wait (`closing`)."""
 
-    __slots__ = ("req_id", "cancel_sent")
+    __slots__ = ("req_id", "cancel_sent", "closing")
 
     def __init__(self, req_id: str) -> None:
         self.req_id = req_id
         self.cancel_sent = False
+        self.closing = False
 
 
 class ToolCalls:
@@ -114,6 +116,8 @@ class ToolCalls:
             self._in_flight[flight.req_id] = flight
         try:
             result = ask(self._connection, events.TOOL_CALL, request, CallToolResult, timeout + AGENT_TIMEOUT_BUFFER)
+            if flight.closing:  # the Computer's answer to close()'s cancel came before the disconnect
+                raise NotConnectedError(f"the Agent closed while tool call {tool_name!r} on computer {computer!r} waited")
         except SMCPTimeoutError as exc:
             sent = self._cancel(flight, time.monotonic() + CANCEL_SEND_TIMEOUT)
             raise SMCPTimeoutError(
@@ -186,6 +190,7 @@ class ToolCalls:
         with self._lock:
             flights = list(self._in_flight.values())
         for flight in flights:
+            flight.closing = True  # its wait ends as the connection does, whatever answer comes first
             self._cancel(flight, deadline)
 
     def close(self) -> None:
