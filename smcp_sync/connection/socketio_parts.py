@@ -294,7 +294,7 @@ class PooledClient(socketio.Client):
         """`emit` with an ack `callback`, for a payload of JSON values only (no bytes: the
         relay's, read from JSON): its packet written as python-socketio would write it, the
         same text, without its walk of the payload for binary parts and the JSON encoder it
-        makes per message (a tenth of the relay's CPU per call: benchmarks/README.md, Run AE)."""
+        makes per message (~5% of the relay's CPU per call: benchmarks/README.md, Run AE)."""
         if namespace not in self.namespaces:
             raise socketio.exceptions.BadNamespaceError(f"{namespace} is not a connected namespace.")
         id = self._generate_ack_id(namespace, callback)

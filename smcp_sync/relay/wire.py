@@ -76,7 +76,7 @@ class Channel:
             pass  # closed or shut already
 
     def send_frame(self, data: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> None:
-        """Write a frame, waiting for room at most `timeout` seconds each time."""
+        """Write a frame, waiting for room at most `timeout` seconds (per `sendall`)."""
         self._timeout(timeout)
         if len(data) < _READ_BYTES:
             self._sock.sendall(_HEADER.pack(len(data)) + data, _NO_SIGPIPE)  # one write for the usual message
@@ -164,7 +164,7 @@ def encode(message: dict[str, Any]) -> bytes:
 
 
 def send(channel: Channel, message: dict[str, Any], timeout: float = HANDSHAKE_TIMEOUT) -> None:
-    """Send `message`, waiting for room at most `timeout` seconds each time."""
+    """Send `message`, waiting for room at most `timeout` seconds (per `sendall`)."""
     try:
         channel.send_frame(encode(message), timeout)
     except (OSError, ValueError) as exc:  # ValueError: closed on our side meanwhile
