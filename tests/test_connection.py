@@ -17,9 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import socketio.packet
 from smcp_sync.connection import session
 from smcp_sync.connection.rejoin import RejoinPolicy
 from smcp_sync.connection.session import Connection, ForkedConnectionError, NotConnectedError, ReconnectPolicy
+from smcp_sync.connection.socketio_parts import event_packet
 
 from smcp_sync.protocol import events
 from smcp_sync.protocol.errors import (
@@ -341,6 +343,30 @@ def test_request_tells_its_callback_the_answer_on_the_socketio_thread(conn):
     [(_, error, _)] = refused.wait()
     assert isinstance(error, OfficeError) and (error.code, error.message) == (4103, "join an office first")
     assert conn._pending == set() and len(conn._deadlines) == 0  # nothing left to expire
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"n": 1}, {"text": "é ✓ \u2028 \"quoted\"", "nested": [1, 2.5, None, True, {"a": []}]}, "text", 7, [], None],
+)
+def test_a_requests_packet_is_the_text_python_socketio_writes(payload):
+    data = ["client:tool_call"] if payload is None else ["client:tool_call", payload]
+    expected = socketio.packet.Packet(socketio.packet.EVENT, namespace=events.NAMESPACE, data=data, id=12).encode()
+    assert event_packet("client:tool_call", payload, events.NAMESPACE, 12) == expected
+    assert event_packet('odd "name"', payload, "/", 3) == socketio.packet.Packet(
+        socketio.packet.EVENT, namespace="/", data=['odd "name"', *data[1:]], id=3
+    ).encode()
+
+
+@pytest.mark.timeout(20)
+def test_a_request_over_the_servers_limit_is_told_400_and_the_connection_stays(conn):
+    told = Outcomes()
+    conn.request("test:echo", {"text": "é" * 1_000_001}, 5, told)  # the Server's Engine.IO accepts 1,000,000
+    [(answer, error, thread)] = told.told  # on this thread: it never left
+    assert answer is None and isinstance(error, BadRequestError) and error.code == 400
+    assert error.details["event"] == "test:echo" and error.details["length"] > 6_000_000  # each é is \u00e9
+    assert conn._pending == set() and conn._sio.callbacks[events.NAMESPACE].keys() == {0}  # its ack id dropped
+    assert conn.call("test:echo", {"n": 2}, timeout=5) == {"n": 2}
 
 
 @pytest.mark.timeout(20)

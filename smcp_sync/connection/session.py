@@ -91,6 +91,7 @@ from .credentials import AuthSource, ConnectAuth
 from .rejoin import RETRIED_CODES, RejoinPolicy
 from .socketio_parts import (
     Deferred,
+    PooledClient,
     abort_reconnect,
     announced,
     bound_handshake,
@@ -273,7 +274,7 @@ class Connection:
             self._state, self._ready, self._office_id = self._FORKED, False, None
             release_in_child(self._sio)
 
-    def _new_client(self) -> socketio.Client:
+    def _new_client(self) -> PooledClient:
         """A fresh client per `connect`: the previous one may still be winding down on a
         library thread after a server-initiated disconnect, and its late events must not
         touch this connection's state (hence the `client is self._sio` checks)."""
@@ -493,8 +494,9 @@ class Connection:
         `Deadlines` for a timeout, the one handling a disconnect, or this one when it fails
         before it is sent (not connected, a message too long). So it must not block. Like
         `call`, it first waits (within `timeout`) for a re-join under way. The returned
-        `PendingRequest` may be `cancel`led."""
-        return self._request(event, payload, timeout, on_settled, wait_for_rejoin=True, expires=True)
+        `PendingRequest` may be `cancel`led. `payload` is JSON values only (no bytes: the
+        relay's, read from JSON; `socketio_parts.PooledClient.emit_json`)."""
+        return self._request(event, payload, timeout, on_settled, wait_for_rejoin=True, expires=True, json_only=True)
 
     def _call(self, event: str, payload: Any, timeout: float, *, wait_for_rejoin: bool) -> Any:
         """`request`, waited for on this thread (its own clock: no `Deadlines` entry).
@@ -540,10 +542,12 @@ class Connection:
         self._sio.on(event, handler, namespace=events.NAMESPACE)
 
     def _request(
-        self, event: str, payload: Any, timeout: float, on_settled: Settled, *, wait_for_rejoin: bool, expires: bool
+        self, event: str, payload: Any, timeout: float, on_settled: Settled, *, wait_for_rejoin: bool, expires: bool,
+        json_only: bool = False,
     ) -> PendingRequest:
         """The one way a request goes out (`call` and `request`): registered as pending
-        (a disconnect fails it), expired by `Deadlines` when `expires`, then written."""
+        (a disconnect fails it), expired by `Deadlines` when `expires`, then written
+        (`json_only`: a payload of JSON values, `_send`)."""
         pending = PendingRequest(self, event, timeout, on_settled)
         try:
             with self._state_changed:
@@ -556,7 +560,7 @@ class Connection:
         if expires:
             pending.timer = self._deadlines.call_at(pending.deadline, pending.expire)
         try:
-            self._send(event, payload, callback=pending.answered, timeout=pending.deadline - time.monotonic())
+            self._send(event, payload, pending.answered, pending.deadline - time.monotonic(), json_only=json_only)
         except SMCPError as error:
             self._settle(pending, None, error)
         except BaseException:  # not a request's failure (a payload JSON cannot encode): the caller's
@@ -593,17 +597,23 @@ class Connection:
                 )
             self._state_changed.wait(remaining)
 
-    def _send(self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float) -> None:
+    def _send(
+        self, event: str, payload: Any, callback: Callable[..., None] | None, timeout: float, *, json_only: bool = False
+    ) -> None:
         """Write the message (on this thread: `socketio_parts.PooledEngineIOClient`), after the one another
         thread is writing; waiting for that is bounded by `timeout` (408). A message longer
-        than the Server accepts is refused with a 400 instead (`socketio_parts.PooledClient`)."""
+        than the Server accepts is refused with a 400 instead (`socketio_parts.PooledClient`).
+        `json_only`: a payload of JSON values with a callback (`request`), written by `emit_json`."""
         if not self._emit_lock.acquire(timeout=max(0.0, timeout)):
             raise SMCPTimeoutError(
                 f"could not send {event} within {timeout:g}s: the connection is still writing another message",
                 details={"event": event, "timeout": timeout},
             )
         try:
-            self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
+            if json_only and callback is not None:
+                self._sio.emit_json(event, payload, events.NAMESPACE, callback)
+            else:
+                self._sio.emit(event, payload, namespace=events.NAMESPACE, callback=callback)
         except socketio.exceptions.BadNamespaceError:
             raise self._not_connected(f"cannot send {event}") from None
         finally:

@@ -25,6 +25,7 @@ waits on its greenlet, not on the hub.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import secrets
 import threading
@@ -121,9 +122,10 @@ class RelayLink:
         deadline = time.monotonic() + timeout
         for attempt in range(2):
             channel, generation = self._take(deadline)
+            bound = _bound(deadline)
             try:
-                send(channel, message)
-                answer = receive(channel, max(0.0, deadline - time.monotonic()) + RELAY_MARGIN)
+                send(channel, message, bound)
+                answer = receive(channel, bound)
             except RelayGone as exc:
                 channel.close()
                 self._lost(generation)
@@ -281,6 +283,13 @@ class RelayLink:
         self._fresh_state()
         for member in list(self._members):
             member.forked()
+
+
+def _bound(deadline: float) -> float:
+    """How long a request may wait on its socket, to send it and for its answer: until its
+    `deadline` plus `RELAY_MARGIN`, rounded up to the second, so that calls with the same
+    timeout leave the socket's timeout as it is (setting it is a system call: `wire.Channel`)."""
+    return math.ceil(max(0.0, deadline - time.monotonic())) + RELAY_MARGIN
 
 
 def _value_of(answer: dict[str, Any]) -> Any:

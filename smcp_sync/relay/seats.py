@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Mapping
-
-import attrs
+from typing import Any, Callable, Mapping, NamedTuple
 
 from ..connection.rejoin import RETRIED_CODES
 from ..connection.session import REJOIN, Connection
@@ -30,8 +28,9 @@ class NotOpen(Exception):
     """A request names a seat its worker has not opened in this relay (it restarted)."""
 
 
-@attrs.frozen
-class SeatKey:
+class SeatKey(NamedTuple):
+    """A tuple, hashed and compared without a Python call: every forwarded call looks its seat up."""
+
     url: str
     office_id: str
     name: str
@@ -39,9 +38,11 @@ class SeatKey:
     @classmethod
     def of(cls, value: Any) -> SeatKey:
         """From its wire form ``[url, office_id, name]``; anything else is a ValueError."""
-        if not (isinstance(value, list) and len(value) == 3 and all(isinstance(v, str) and v for v in value)):
-            raise ValueError(f"seat must be [url, office_id, agent name], three non-empty strings, not {value!r:.200}")
-        return cls(*value)
+        if isinstance(value, list) and len(value) == 3:
+            url, office_id, name = value
+            if isinstance(url, str) and isinstance(office_id, str) and isinstance(name, str) and url and office_id and name:
+                return cls(url, office_id, name)
+        raise ValueError(f"seat must be [url, office_id, agent name], three non-empty strings, not {value!r:.200}")
 
     def wire(self) -> list[str]:
         return [self.url, self.office_id, self.name]

@@ -6,7 +6,8 @@ whatever `socket.socket` is when it is made, so under gevent (made after patchin
 wait on it yields to the hub instead of blocking it. JSON, never pickle, keeps a message
 from running code on the other side. Both ends prove the shared key before anything
 else (an HMAC challenge each way, `_prove_both_ways`). Every wait is bounded: a message's
-start by the caller's timeout, its rest and the handshake by `HANDSHAKE_TIMEOUT`.
+start, and room to send one, by the caller's timeout (`HANDSHAKE_TIMEOUT` unless said),
+its rest and the handshake by `HANDSHAKE_TIMEOUT`.
 
 Requests (worker -> relay) are ``{"op": ...}``; answers ``{"ok": value}`` or
 ``{"error": <flat SMCP error>, "kind": "not_connected"?}``; pushes on a worker's session
@@ -74,8 +75,9 @@ class Channel:
         except OSError:
             pass  # closed or shut already
 
-    def send_frame(self, data: bytes) -> None:
-        self._timeout(HANDSHAKE_TIMEOUT)
+    def send_frame(self, data: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> None:
+        """Write a frame, waiting for room at most `timeout` seconds (per `sendall`)."""
+        self._timeout(timeout)
         if len(data) < _READ_BYTES:
             self._sock.sendall(_HEADER.pack(len(data)) + data, _NO_SIGPIPE)  # one write for the usual message
         else:
@@ -122,7 +124,10 @@ class Channel:
         comes), then at most `HANDSHAKE_TIMEOUT` for each later part of it."""
         if not self._buffer:
             self._timeout(timeout)
-            self._fill()
+            chunk = self._read()
+            if len(chunk) >= _HEADER.size and _HEADER.unpack_from(chunk)[0] == len(chunk) - _HEADER.size <= limit:
+                return chunk[_HEADER.size :]  # the usual message: one frame, read whole at once
+            self._buffer += chunk
         while True:
             if len(self._buffer) >= _HEADER.size:
                 (length,) = _HEADER.unpack_from(self._buffer)
@@ -134,15 +139,16 @@ class Channel:
                     del self._buffer[:end]
                     return frame
             self._timeout(HANDSHAKE_TIMEOUT)
-            self._fill()
+            self._buffer += self._read()
 
-    def _fill(self) -> None:
+    def _read(self) -> bytes:
         chunk = self._sock.recv(_READ_BYTES)
         if not chunk:
             raise EOFError("closed by the other end")
-        self._buffer += chunk
+        return chunk
 
     def _timeout(self, seconds: float | None) -> None:
+        """Set the socket's timeout if it changes (each `settimeout` is a system call)."""
         if seconds != self._seconds:
             self._sock.settimeout(seconds)
             self._seconds = seconds
@@ -157,9 +163,10 @@ def encode(message: dict[str, Any]) -> bytes:
     return _ENCODER.encode(message).encode("utf-8")
 
 
-def send(channel: Channel, message: dict[str, Any]) -> None:
+def send(channel: Channel, message: dict[str, Any], timeout: float = HANDSHAKE_TIMEOUT) -> None:
+    """Send `message`, waiting for room at most `timeout` seconds (per `sendall`)."""
     try:
-        channel.send_frame(encode(message))
+        channel.send_frame(encode(message), timeout)
     except (OSError, ValueError) as exc:  # ValueError: closed on our side meanwhile
         raise RelayGone(f"the relay socket is closed ({exc})", unread=_unread(exc)) from None
 

@@ -5,12 +5,16 @@ oversized frame are `RelayGone`, and the handshake admits the key and refuses an
 
 from __future__ import annotations
 
+import fcntl
 import socket
+import struct
 import tempfile
+import termios
 import threading
+import time
 from multiprocessing import AuthenticationError
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -35,6 +39,41 @@ def test_messages_small_and_large_arrive_whole_and_in_order(pair: tuple[Channel,
     sender.start()
     assert [receive(reader, 10) for _ in messages] == messages
     sender.join(10)
+
+
+def test_frames_read_together_or_in_pieces_come_out_whole() -> None:
+    """A read that holds several frames, or a piece of one (its header cut), gives each
+    frame whole: the usual read, one whole frame, takes a shorter way (`receive_frame`)."""
+    raw, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    reader = Channel(right)
+    try:
+        frames = b"".join(len(data).to_bytes(4, "big") + data for data in (encode({"n": n}) for n in range(3)))
+        raw.sendall(frames)
+        assert [receive(reader, 10) for _ in range(3)] == [{"n": 0}, {"n": 1}, {"n": 2}]
+        received: list[dict[str, object]] = []
+        later = threading.Thread(target=lambda: received.append(receive(reader, 10)))
+        raw.sendall(frames[:2])  # half a header
+        later.start()
+        assert _until(lambda: _unread(right) == 0)  # the reader took those two bytes alone
+        raw.sendall(frames[2:])
+        later.join(10)
+        assert received == [{"n": 0}] and [receive(reader, 10) for _ in range(2)] == [{"n": 1}, {"n": 2}]
+    finally:
+        raw.close()
+        reader.close()
+
+
+def _unread(sock: socket.socket) -> int:
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
+def _until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def test_a_closed_peer_a_silent_one_and_an_oversized_frame_are_relay_gone(pair: tuple[Channel, Channel]) -> None:
