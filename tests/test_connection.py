@@ -392,6 +392,42 @@ def test_a_disconnect_mid_request_tells_its_callback_with_the_code(server, conn)
     assert isinstance(error, NotConnectedError) and thread == threading.current_thread().name
 
 
+@pytest.mark.timeout(30)
+def test_close_while_the_servers_disconnect_is_handled_tears_down_once(server, conn, caplog):
+    """A worker handling the Server's DISCONNECT and close() both tear the client down:
+    one after the other, never at once (seen in CI: a second teardown reset the first's
+    send queue, and close() left the reader thread running). The worker is held where it
+    tells a pending request of the disconnect, before it tears down: close() waits for
+    it (1 s here, then the worker is let go) instead of tearing the client down under it."""
+    held, release = threading.Event(), threading.Event()
+    torn_down_under_the_worker: list[bool] = []
+
+    def hold(answer: object, error: SMCPError | None) -> None:
+        held.set()
+        release.wait(10)
+
+    def release_after_a_second_unless_torn_down() -> None:
+        deadline = time.monotonic() + 1
+        while engineio_client.state == "connected" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        torn_down_under_the_worker.append(engineio_client.state != "connected")
+        release.set()
+
+    conn.request("test:hang", {}, 10, hold)
+    server.wait_for(lambda: server.payloads("test:hang"))
+    server.sio.disconnect(conn.sid, namespace=events.NAMESPACE)
+    assert held.wait(5)
+    engineio_client = conn._sio.eio
+    releaser = threading.Thread(target=release_after_a_second_unless_torn_down)
+    releaser.start()
+    with caplog.at_level(logging.WARNING):
+        conn.close()
+    releaser.join(5)
+    assert torn_down_under_the_worker == [False]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "disconnected from" not in r.getMessage()] == []
+    assert not conn.connected and engineio_client.state == "disconnected"
+
+
 @pytest.mark.timeout(20)
 def test_a_cancelled_request_is_never_told(server, conn):
     told = Outcomes()

@@ -236,7 +236,24 @@ class PooledClient(socketio.Client):
 
     def __init__(self, *args: Any, pool: WorkerPool, **kwargs: Any):
         self._message_pool = pool
+        self._teardown = threading.Lock()  # `disconnect` and `_handle_disconnect`: one at a time
         super().__init__(*args, **kwargs)
+
+    def disconnect(self) -> None:
+        """python-socketio's, never while the Server's DISCONNECT is handled (`_handle_disconnect`)."""
+        with self._teardown:
+            super().disconnect()
+
+    def _handle_disconnect(self, namespace: str | None) -> None:
+        """python-socketio's handling of the Server's DISCONNECT (on a pool worker), never
+        at the same time as `disconnect()` (the session's close): both tear the Engine.IO
+        client down, and its `disconnect()` is not safe for two callers. The second one
+        resets the send queue under the first, dropping the writer thread's stop marker:
+        the writer waits out its queue timeout (ping interval + 5 s), the reader waits for
+        the writer, the first caller for the reader, without a timeout. And each changes
+        the namespaces the other iterates (a RuntimeError in close(), a KeyError here)."""
+        with self._teardown:
+            super()._handle_disconnect(namespace)
 
     def _engineio_client_class(self) -> Callable[..., engineio.Client]:
         return functools.partial(PooledEngineIOClient, pool=self._message_pool, starts_inline=self._starts_inline)
