@@ -531,6 +531,34 @@ class _ChildServer:
 
 
 @pytest.mark.timeout(60)
+def test_close_cuts_a_transport_whose_teardown_left_its_threads_waiting(no_leaks, unused_port, caplog):
+    """The libraries' teardown can leave the Engine.IO reader waiting on the socket (or the
+    writer on its queue): here websocket-client already counts its websocket closed, as when
+    another teardown is under way, so its `close()` neither sends a frame nor shuts the
+    socket, and the Server (stopped) closes nothing. `close()` cuts the transport at half its
+    timeout: every client thread ends within it, nothing is left to warn about."""
+    child = _ChildServer(unused_port)
+    connection = Connection("agent", "a1")
+    try:
+        connection.connect(child.url, timeout=5)
+        eio = connection._sio.eio
+        reader, writer = eio.read_loop_task, eio.write_loop_task
+        assert reader.is_alive() and writer.is_alive()
+        child.process.send_signal(signal.SIGSTOP)
+        eio.ws.connected = False
+        with caplog.at_level(logging.INFO, logger="smcp_sync"):
+            connection.close(timeout=4)
+        reader.join(2), writer.join(2)
+        assert not reader.is_alive() and not writer.is_alive()
+        messages = [record.getMessage() for record in caplog.records]
+        assert any("cutting the transport" in message for message in messages), messages
+        assert not any("still stopping" in message for message in messages), messages
+    finally:
+        child.process.send_signal(signal.SIGCONT)
+        child.kill()
+
+
+@pytest.mark.timeout(60)
 def test_after_a_crash_pending_calls_fail_fast_and_the_office_is_rejoined(no_leaks, unused_port):
     first = _ChildServer(unused_port)
     connection = Connection("agent", "a1", reconnect=FAST_RECONNECT)

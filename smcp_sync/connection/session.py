@@ -95,6 +95,7 @@ from .socketio_parts import (
     abort_reconnect,
     announced,
     bound_handshake,
+    cut_transport,
     new_client,
     read_loop,
     reconnect_task,
@@ -114,6 +115,9 @@ REJOIN = RejoinPolicy()
 DEFAULT_EMIT_TIMEOUT = 10.0
 #: Seconds `close` waits for the client's threads by default.
 DEFAULT_CLOSE_TIMEOUT = 5.0
+#: The share of `close`'s timeout after which it cuts a transport whose orderly
+#: disconnect has not ended the client's threads (`socketio_parts.cut_transport`).
+CUT_AFTER_SHARE = 0.5
 #: How often `close` sets the abort flag of a reconnect task that is just starting.
 _RECONNECT_ABORT_POLL = 0.02
 #: What `connect` accepts (python-socketio maps http(s) and ws(s) alike to websockets).
@@ -387,7 +391,11 @@ class Connection:
         if not inherited:
             closer = threading.Thread(target=self._shutdown, name=f"smcp-close-{self.name}", daemon=True)
             closer.start()
-            closer.join(timeout)
+            closer.join(timeout * CUT_AFTER_SHARE)
+            if closer.is_alive():  # a teardown race in the libraries left a thread waiting
+                logger.info("%r: cutting the transport, its threads did not stop by themselves", self)
+                cut_transport(self._sio)
+                closer.join(max(0.0, deadline - time.monotonic()))
             if closer.is_alive():
                 logger.warning("%r: client threads still stopping after %.1fs", self, timeout)
         if on_disconnected is not None:

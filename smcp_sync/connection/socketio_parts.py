@@ -397,6 +397,24 @@ def release_in_child(client: socketio.Client) -> None:
         sock.close()
 
 
+def cut_transport(client: socketio.Client) -> None:
+    """Wake the Engine.IO threads of a client whose orderly disconnect did not end them:
+    shut its socket down both ways (a `recv` waiting on it returns) and give its writer a
+    stop marker (python-engineio's `disconnect` empties the send queue once done, which
+    can take the marker from a writer that had not woken yet; it then waits out its queue
+    timeout, ping interval + 5 s, and the reader waits for it). A stray marker is harmless:
+    the client is not connected again (`session.Connection` makes one per `connect`)."""
+    eio = client.eio
+    sock = getattr(getattr(eio, "ws", None), "sock", None)
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # closed or shut already
+            pass
+    if eio.write_loop_task is not None:
+        eio.queue.put(None)
+
+
 def abort_reconnect(client: socketio.Client) -> None:
     """Make a reconnect under way give up (private, as in `Client.shutdown()` itself)."""
     if client._reconnect_abort is not None:
