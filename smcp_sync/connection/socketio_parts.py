@@ -69,13 +69,17 @@ class PromptCloseWebSocket(websocket.WebSocket):
         `close` does that only when it could send the close frame, and closing alone
         does not wake the Engine.IO read loop blocked in `recv` on another thread (it
         waited out its timeout, ping_interval + ping_timeout, past our close)."""
-        sock = self.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # not connected, or already shut down by `close`
-                pass
+        _shut_both_ways(self.sock)
         super().shutdown()  # type: ignore[no-untyped-call]
+
+
+def _shut_both_ways(sock: socket.socket | None) -> None:
+    """Shut `sock` down for reading and writing: a thread blocked in `recv` on it returns."""
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # not connected, or already shut down
+            pass
 
 
 #: An EVENT packet in text form as far as its event name: ``2/smcp,12["name"``.
@@ -391,10 +395,15 @@ def release_in_child(client: socketio.Client) -> None:
     """In a child of `os.fork()`: close this process's copy of the websocket's socket
     without a frame or a `shutdown()` (both would end the parent's session, whose socket
     it is), so the child neither writes on it nor keeps it open once the parent closes it."""
-    ws = getattr(client.eio, "ws", None)
-    sock = getattr(ws, "sock", None)
-    if isinstance(sock, socket.socket):
+    sock = _websocket_socket(client)
+    if sock is not None:
         sock.close()
+
+
+def _websocket_socket(client: socketio.Client) -> socket.socket | None:
+    """The socket under the client's websocket, if it has one."""
+    sock = getattr(getattr(client.eio, "ws", None), "sock", None)
+    return sock if isinstance(sock, socket.socket) else None
 
 
 def cut_transport(client: socketio.Client) -> None:
@@ -404,15 +413,9 @@ def cut_transport(client: socketio.Client) -> None:
     can take the marker from a writer that had not woken yet; it then waits out its queue
     timeout, ping interval + 5 s, and the reader waits for it). A stray marker is harmless:
     the client is not connected again (`session.Connection` makes one per `connect`)."""
-    eio = client.eio
-    sock = getattr(getattr(eio, "ws", None), "sock", None)
-    if isinstance(sock, socket.socket):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:  # closed or shut already
-            pass
-    if eio.write_loop_task is not None:
-        eio.queue.put(None)
+    _shut_both_ways(_websocket_socket(client))
+    if client.eio.write_loop_task is not None:
+        client.eio.queue.put(None)
 
 
 def abort_reconnect(client: socketio.Client) -> None:
