@@ -545,6 +545,11 @@ def test_close_cuts_a_transport_whose_teardown_left_its_threads_waiting(no_leaks
         reader, writer = eio.read_loop_task, eio.write_loop_task
         assert reader.is_alive() and writer.is_alive()
         child.process.send_signal(signal.SIGSTOP)
+        stopped = lambda: Path(f"/proc/{child.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"  # noqa: E731
+        deadline = time.monotonic() + 10
+        while not stopped() and time.monotonic() < deadline:  # the signal lands after send_signal returns
+            time.sleep(0.01)
+        assert stopped()
         eio.ws.connected = False
         with caplog.at_level(logging.INFO, logger="smcp_sync"):
             connection.close(timeout=4)
