@@ -23,7 +23,11 @@ relay's extra hops are measured as a host would see them:
 With `--split-cores`, this process (and so its MCP servers) runs on one core and the
 callers (and so the relay they start) on another: the two hosts of a deployment, the
 Server's and the web app's, as far as two cores can show them; without it every process
-shares both cores, and calls/s measures the machine's CPU per call.
+shares both cores, and calls/s measures the machine's CPU per call. With
+`--callers-nice N`, the callers (and so the relay) run at niceness N: the Server's side
+gets the cores whenever it wants them and the callers' side what it leaves, as if each
+host were its own, without halving what either may use (`--split-cores` does, and the
+VM's two cores are not independent: benchmarks/README.md, Run AD).
 
 Prints Markdown tables (### title + table) like `python -m benchmarks`.
 """
@@ -82,6 +86,8 @@ def caller(args: argparse.Namespace) -> None:
     opens that many seats and calls `list_room` on each); prints one JSON line."""
     if args.core is not None:
         os.sched_setaffinity(0, {args.core})
+    if args.nice:
+        os.nice(args.nice)
     if args.seats:
         return _seat_caller(args)
     office, computer = OFFICES[args.mode]
@@ -135,12 +141,15 @@ def _seat_caller(args: argparse.Namespace) -> None:
 
 #: With --split-cores, the core the callers (and the relay they start) run on.
 _callers_core: int | None = None
+#: With --callers-nice, the niceness the callers (and the relay they start) run at.
+_callers_nice = 0
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
     core = () if _callers_core is None else ("--core", str(_callers_core))
+    nice = ("--nice", str(_callers_nice)) if _callers_nice else ()
     return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.relay", "caller", *args, *core],
+        [sys.executable, "-m", "benchmarks.relay", "caller", *args, *core, *nice],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -229,7 +238,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seats", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--split-cores", action="store_true", help="the Server's side on one core, the callers' on another")
+    parser.add_argument("--callers-nice", type=int, default=0, metavar="N",
+                        help="the callers' side at niceness N: the Server's side has the cores first")  # fmt: skip
     args = parser.parse_args(argv)
+    global _callers_nice
+    _callers_nice = args.callers_nice
     if args.split_cores:
         global _callers_core
         if len(os.sched_getaffinity(0)) < 2:
@@ -312,6 +325,7 @@ if __name__ == "__main__":
         parser.add_argument("--seats", type=int, default=0)
         parser.add_argument("--op", choices=("echo", "list_room"), default="echo")
         parser.add_argument("--core", type=int, default=None)
+        parser.add_argument("--nice", type=int, default=0)
         caller(parser.parse_args(sys.argv[2:]))
     else:
         main()
