@@ -29,7 +29,8 @@ Exactly one worker process: sessions, offices and pending calls live in that pro
 `StoppableEngineIO.read_on_one_thread`), `connections` in mode "gevent".
 
 Shutdown: Ctrl-C (SIGINT), SIGQUIT and SIGTERM all end within about a second: the worker
-first drops every Socket.IO connection. Clients see a lost transport, not a
+first drops every Socket.IO connection (a worker still booting ends at once:
+`_stop_at_once_while_booting`). Clients see a lost transport, not a
 server-initiated disconnect, so they reconnect once a Server is back (a restart keeps
 Computers and Agents coming back). After a clean stop on Ctrl-C, `serve()` raises
 KeyboardInterrupt, as Python's own servers do, so callers (the CLI: exit 130) can tell it
@@ -66,6 +67,8 @@ WORKER_CLASSES = {
     "threads": f"{__name__}._BoundedThreadWorker",
     "gevent": "smcp_sync.server.transport.gevent_worker.BoundedGeventWorker",
 }
+#: Seconds the master waits for its worker to stop before it kills it.
+GRACEFUL_TIMEOUT = 10
 #: gthread accepts this many times `threads` connections.
 KEEPALIVE_FACTOR = 2
 #: File descriptors the worker keeps besides its connections (listening socket, logs,
@@ -119,12 +122,13 @@ class GunicornServer(BaseApplication):
             "worker_class": WORKER_CLASSES[mode],
             "threads": threads,
             "worker_connections": worker_connections,
-            "graceful_timeout": 10,
+            "graceful_timeout": GRACEFUL_TIMEOUT,
             # gevent: the whole head of each request within it, in whole seconds
             # (`gevent_worker`); gthread keeps its default (how long a kept-alive
             # connection waits without a thread)
             **({"keepalive": math.ceil(header_timeout)} if mode == "gevent" else {}),
             # mode "threads": its websockets leave gunicorn's count for the reactor's
+            "post_fork": _stop_at_once_while_booting,
             "post_worker_init": lambda worker: self._init_worker(worker, worker_connections + (connections if mode == "threads" else 0)),
             "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
@@ -242,6 +246,27 @@ def _allow_open_files(needed: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     if wanted < needed:
         logger.warning("open files limited to %d (hard limit): fewer connections than the %d asked for", wanted, needed)
+
+
+#: The signals gunicorn's master stops its workers with.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+
+
+def _stop_at_once_while_booting(arbiter: Any, worker: Any) -> None:
+    """In a worker just forked: a stop signal ends it at once until gunicorn's own handlers
+    are set (the worker's `init_signals`, after the gevent worker has patched the standard
+    library). Inherited from the master, the handlers would only queue the signal for the
+    master's loop, which never runs in the worker: the worker would boot and serve, and the
+    master wait out its graceful timeout before killing it."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _exit_while_booting)
+
+
+def _exit_while_booting(signum: int, frame: Any) -> None:
+    """Nothing is loaded yet, so nothing to finish: exit 0, which the master takes as a
+    worker that stopped (SIGQUIT's default action would dump core, and a worker killed by
+    a signal is logged as a fault)."""
+    os._exit(0)
 
 
 def _drop_connections_on_stop_signals(drop_connections: Callable[[], None], run_soon: Callable[[Callable[[], Any]], Any]) -> None:

@@ -9,14 +9,17 @@ import gc
 import importlib.util
 import json
 import resource
+import signal
 import subprocess
 import sys
+import time
 import urllib.request
 
+import psutil
 import pytest
 
 from smcp_sync.server import SMCPServer
-from smcp_sync.server.transport.gunicorn_runner import GC_THRESHOLDS, SPARE_FILES, GunicornServer
+from smcp_sync.server.transport.gunicorn_runner import GC_THRESHOLDS, GRACEFUL_TIMEOUT, SPARE_FILES, GunicornServer
 
 
 def _runner(mode: str, **options: int | float) -> GunicornServer:
@@ -113,3 +116,70 @@ def test_the_worker_collects_garbage_less_often_than_cpythons_default(mode):
         child.terminate()  # gunicorn's master stops its worker on SIGTERM
         child.communicate(timeout=30)
     assert child.returncode == 0
+
+
+#: In a child: `serve()`'s gunicorn in mode argv[1], whose worker, once forked, says so
+#: (file argv[2]/booting) and boots only once the test has signalled the master (file
+#: argv[2]/signalled): a stop that comes while a worker boots; a worker that loaded the
+#: app says so (file argv[2]/built).
+STOP_WHILE_BOOTING = """
+import os, sys, time
+from pathlib import Path
+from smcp_sync.server.limits.request_deadlines import RequestDeadlines
+from smcp_sync.server.transport import gunicorn_runner
+
+mode, folder = sys.argv[1], Path(sys.argv[2])
+module, name = gunicorn_runner.WORKER_CLASSES[mode].rsplit(".", 1)
+__import__(module)
+worker_class = getattr(sys.modules[module], name)
+boot = worker_class.init_process
+
+def init_process(self):
+    (folder / "booting").touch()
+    deadline = time.monotonic() + 30
+    while not (folder / "signalled").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    boot(self)
+
+worker_class.init_process = init_process
+
+def build():
+    (folder / "built").touch()
+    return gunicorn_runner.Served(lambda environ, start_response: [], lambda: None, RequestDeadlines(5.0, 5.0))
+
+try:
+    gunicorn_runner.GunicornServer(build, host="127.0.0.1", port=0, mode=mode, threads=4, connections=10,
+                                   header_timeout=5.0).serve()
+except KeyboardInterrupt:
+    pass
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize(("mode", "signum"), [("threads", signal.SIGTERM), ("gevent", signal.SIGINT)])
+def test_a_stop_while_the_worker_boots_ends_it_without_the_graceful_wait(mode, signum, tmp_path):
+    """The master's handlers, inherited by a worker before gunicorn sets its own, only
+    queue the signal for the master's loop: the worker went on to load the app and serve
+    until the master killed it, 10 s later. Now the stop ends the booting worker there."""
+    if mode == "gevent":
+        pytest.importorskip("gevent", reason="the gevent extra")
+    child = subprocess.Popen([sys.executable, "-c", STOP_WHILE_BOOTING, mode, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "booting").exists():
+            assert child.poll() is None and time.monotonic() < deadline, "no worker forked"
+            time.sleep(0.01)
+        workers = psutil.Process(child.pid).children()
+        child.send_signal(signum)
+        _, booting = psutil.wait_procs(workers, timeout=GRACEFUL_TIMEOUT / 2)
+        (tmp_path / "signalled").touch()  # a worker that ignored the stop goes on to boot
+        _, stderr = child.communicate(timeout=30)
+        assert not booting, "the booting worker ignored the stop: its master waited out the graceful timeout"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, stderr[-3000:]
+    assert "SIGKILL" not in stderr, stderr[-3000:]  # gunicorn: "Worker (pid:N) was sent SIGKILL!"
+    assert not (tmp_path / "built").exists(), "the worker loaded the app after the stop"
