@@ -34,6 +34,9 @@ NAMESPACE = "/smcp"
 PING_INTERVAL = 0.25
 #: A child process's (`__main__`) ping timeout.
 CHILD_PING_TIMEOUT = 20.0
+#: A child's ping interval with the option "quiet": nothing on the wire within a test
+#: unless the client sends something.
+QUIET_PING_INTERVAL = 60.0
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -43,12 +46,17 @@ class _QuietHandler(WSGIRequestHandler):
 
 class RawServer:
     def __init__(
-        self, api_key: str | None = None, print_events: bool = False, refuse_joins: bool = False, ping_timeout: float = 2
+        self,
+        api_key: str | None = None,
+        print_events: bool = False,
+        refuse_joins: bool = False,
+        ping_interval: float = PING_INTERVAL,
+        ping_timeout: float = 2,
     ):
         self.api_key = api_key
         self.refuse_joins = refuse_joins
         self.print_events = print_events
-        self.sio = socketio.Server(async_mode="threading", ping_interval=PING_INTERVAL, ping_timeout=ping_timeout)
+        self.sio = socketio.Server(async_mode="threading", ping_interval=ping_interval, ping_timeout=ping_timeout)
         self.offices: dict[str, str] = {}  # sid -> office_id
         self.received: list[tuple[str, str, Any]] = []  # (event, sid, payload)
         self.disconnected: list[str] = []
@@ -147,6 +155,12 @@ if __name__ == "__main__":  # a child process a test can kill
     logging.basicConfig(level=logging.WARNING)
     # a child is killed, not stopped: no ping thread outlives it, so pings may wait long
     # (a loaded machine answered a 2 s ping timeout too late, dropping the test's client)
-    server = RawServer(print_events=True, refuse_joins=sys.argv[2:3] == ["refuse"], ping_timeout=CHILD_PING_TIMEOUT)
+    options = sys.argv[2:]  # "refuse": joins refused; "quiet": no pings within a test
+    server = RawServer(
+        print_events=True,
+        refuse_joins="refuse" in options,
+        ping_interval=QUIET_PING_INTERVAL if "quiet" in options else PING_INTERVAL,
+        ping_timeout=CHILD_PING_TIMEOUT,
+    )
     print(server.start(int(sys.argv[1]) if len(sys.argv) > 1 else 0), flush=True)
     server._thread.join()
