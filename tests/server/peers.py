@@ -77,6 +77,11 @@ class Peer:
         with self._cond:
             self._cond.wait_for(lambda: sum(name == event for name, _ in self.notices) >= count, timeout)
 
+    def wait_for_total(self, count: int, timeout: float) -> bool:
+        """Wait until `count` notifications of any kind are recorded; whether they were."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.notices) >= count, timeout)
+
     def received(self, event: str | None = None) -> list[tuple[str, Any]]:
         with self._cond:
             return [(n, d) for n, d in self.notices if event is None or n == event]
