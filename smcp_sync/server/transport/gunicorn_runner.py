@@ -127,8 +127,8 @@ class GunicornServer(BaseApplication):
             # (`gevent_worker`); gthread keeps its default (how long a kept-alive
             # connection waits without a thread)
             **({"keepalive": math.ceil(header_timeout)} if mode == "gevent" else {}),
-            # mode "threads": its websockets leave gunicorn's count for the reactor's
             "post_fork": _stop_at_once_while_booting,
+            # mode "threads": its websockets leave gunicorn's count for the reactor's
             "post_worker_init": lambda worker: self._init_worker(worker, worker_connections + (connections if mode == "threads" else 0)),
             "when_ready": lambda arbiter: on_ready and on_ready(str(arbiter.LISTENERS[0])),
             # gunicorn >= 24 opens a control socket under ~/.gunicorn by default: an
