@@ -67,8 +67,8 @@ def _recovery(members: int) -> dict[str, Any]:
         write_back = time.perf_counter() - started
         # node B writes its own Agents back when its heartbeat sees the flush, which may
         # come after node A's write-back: its view is whole once both are done
-        seen = lambda: sum(len(b.registry.members(office)) for office in offices)  # noqa: E731
-        _wait(lambda: seen() == members + len(agents), "node B seeing every member")
+        _wait(lambda: sum(len(b.registry.members(office)) for office in offices) == members + len(agents),
+              "node B seeing every member")  # fmt: skip
         dead = a.registry.incarnation
         a.registry.close()  # node A's heartbeat ends: its members are left to node B's purge
         started = time.perf_counter()

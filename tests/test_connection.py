@@ -37,8 +37,10 @@ from smcp_sync.server import SMCPServer
 
 try:
     from tests.agent.raw_server import RawServer
+    from tests.server.peers import wait_until
 except ImportError:  # tests/ itself is on sys.path
     from agent.raw_server import RawServer
+    from server.peers import wait_until
 
 RAW_SERVER_SCRIPT = Path(__file__).resolve().parent / "agent" / "raw_server.py"
 FAST_RECONNECT = ReconnectPolicy(delay=0.1, delay_max=0.2, randomization=0.05)
@@ -548,10 +550,7 @@ def test_close_cuts_a_transport_whose_teardown_left_its_threads_waiting(no_leaks
         assert reader.is_alive() and writer.is_alive()
         child.process.send_signal(signal.SIGSTOP)
         stopped = lambda: Path(f"/proc/{child.process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"  # noqa: E731
-        deadline = time.monotonic() + 10
-        while not stopped() and time.monotonic() < deadline:  # the signal lands after send_signal returns
-            time.sleep(0.01)
-        assert stopped()
+        wait_until(stopped, timeout=10)  # the signal lands after send_signal returns
         eio.ws.connected = False
         with caplog.at_level(logging.INFO, logger="smcp_sync"):
             connection.close(timeout=4)

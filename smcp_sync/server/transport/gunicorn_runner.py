@@ -286,7 +286,7 @@ def _drop_connections_on_stop_signals(drop_connections: Callable[[], None], run_
         except Exception:
             logger.exception("dropping connections at shutdown failed")
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+    for signum in STOP_SIGNALS:
         previous = signal.getsignal(signum)
 
         def on_signal(received: int, frame: Any, previous: Any = previous) -> None:

@@ -12,7 +12,6 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import psutil
@@ -20,6 +19,8 @@ import pytest
 
 from smcp_sync.server import SMCPServer
 from smcp_sync.server.transport.gunicorn_runner import GC_THRESHOLDS, GRACEFUL_TIMEOUT, SPARE_FILES, GunicornServer
+
+from ..peers import wait_until
 
 
 def _runner(mode: str, **options: int | float) -> GunicornServer:
@@ -166,10 +167,8 @@ def test_a_stop_while_the_worker_boots_ends_it_without_the_graceful_wait(mode, s
         pytest.importorskip("gevent", reason="the gevent extra")
     child = subprocess.Popen([sys.executable, "-c", STOP_WHILE_BOOTING, mode, str(tmp_path)], stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while not (tmp_path / "booting").exists():
-            assert child.poll() is None and time.monotonic() < deadline, "no worker forked"
-            time.sleep(0.01)
+        wait_until(lambda: (tmp_path / "booting").exists() or child.poll() is not None, timeout=30)
+        assert child.poll() is None, "no worker forked"
         workers = psutil.Process(child.pid).children()
         child.send_signal(signum)
         _, booting = psutil.wait_procs(workers, timeout=GRACEFUL_TIMEOUT / 2)
